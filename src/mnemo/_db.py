@@ -1,0 +1,137 @@
+"""SQLite conventions shared by the session archive and the memory graph.
+
+One database file (``state.db``) serves several processes at once (a CLI, a gateway, cron jobs), so
+every connection is opened the same way and every write goes through :func:`write_transaction`:
+``BEGIN IMMEDIATE`` takes the write lock up front (no deadlock-prone lock upgrades), the busy timeout
+absorbs short waits, and jittered retries absorb the rest. Schemas are versioned per component and
+migrated forward only.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from .errors import MnemoError
+
+log = logging.getLogger("mnemo.db")
+
+BUSY_TIMEOUT_MS = 5_000
+_RETRIES = 8
+
+
+class DatabaseError(MnemoError):
+    """The database could not be opened, migrated or written."""
+
+
+Migration = str | Callable[[sqlite3.Connection], None]
+
+
+def connect(path: str | Path, *, readonly: bool = False) -> sqlite3.Connection:
+    """Open ``path`` with mnemo's settings: WAL (or a logged fallback), foreign keys, busy timeout.
+
+    The connection is in autocommit mode; group writes with :func:`write_transaction`.
+    It may be shared between threads, but only under the caller's own lock.
+    """
+    path = Path(path)
+    try:
+        if readonly:
+            conn = sqlite3.connect(
+                f"file:{path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False
+            )
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        conn.row_factory = sqlite3.Row
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA foreign_keys = ON")
+        if not readonly:
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                # Network and some container filesystems cannot share WAL's memory map; a rollback
+                # journal is slower under concurrency but still correct.
+                log.warning("%s: WAL unavailable (journal_mode=%s); using a rollback journal", path, mode)
+                conn.execute("PRAGMA journal_mode = DELETE")
+            conn.execute("PRAGMA synchronous = NORMAL" if str(mode).lower() == "wal" else "PRAGMA synchronous = FULL")
+    except sqlite3.DatabaseError as exc:
+        raise DatabaseError(f"cannot open database {path}: {exc}") from exc
+    return conn
+
+
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
+@contextmanager
+def write_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """``BEGIN IMMEDIATE`` … ``COMMIT``, retrying the begin with jittered backoff while another
+    process holds the write lock; rolls back on any exception."""
+    for attempt in range(_RETRIES):
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            break
+        except sqlite3.OperationalError as exc:
+            if not _is_busy(exc) or attempt == _RETRIES - 1:
+                raise DatabaseError(f"cannot start a write: {exc}") from exc
+            time.sleep(random.uniform(0.005, 0.05) * (2**attempt))
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    else:
+        conn.execute("COMMIT")
+
+
+_migrate_lock = threading.Lock()
+
+
+def migrate(conn: sqlite3.Connection, component: str, migrations: Sequence[Migration]) -> int:
+    """Bring ``component``'s schema to ``len(migrations)``, applying only the steps not yet applied.
+
+    Each step runs in its own write transaction together with the version bump, so a crash leaves the
+    schema at a whole version. A database newer than this code is refused rather than guessed at.
+    Returns the version now in force.
+    """
+    with _migrate_lock, write_transaction(conn):
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_versions (component TEXT PRIMARY KEY, version INTEGER NOT NULL)"
+        )
+        row = conn.execute("SELECT version FROM schema_versions WHERE component = ?", (component,)).fetchone()
+        current = row[0] if row else 0
+        if current > len(migrations):
+            raise DatabaseError(
+                f"{component} schema is at version {current}, newer than this mnemo knows ({len(migrations)})"
+            )
+        for version in range(current + 1, len(migrations) + 1):
+            step = migrations[version - 1]
+            if isinstance(step, str):
+                for statement in _statements(step):
+                    conn.execute(statement)
+            else:
+                step(conn)
+            conn.execute(
+                "INSERT INTO schema_versions (component, version) VALUES (?, ?)"
+                " ON CONFLICT(component) DO UPDATE SET version = excluded.version",
+                (component, version),
+            )
+        return len(migrations)
+
+
+def _statements(script: str) -> Iterator[str]:
+    # executescript() would COMMIT our transaction, so split the script on complete statements
+    # (a trigger body holds semicolons of its own, hence complete_statement rather than split).
+    buffer = ""
+    for piece in script.split(";"):
+        buffer += piece + ";"
+        if sqlite3.complete_statement(buffer):
+            if buffer.strip(" \n\t;"):
+                yield buffer
+            buffer = ""

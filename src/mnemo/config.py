@@ -1,0 +1,129 @@
+"""Where mnemo keeps its files and how it is configured.
+
+Settings come from four places; a later one wins:
+
+1. the defaults below,
+2. ``MNEMO_HOME/config.toml`` (a top-level key is a setting's name; a table prefixes its keys, so
+   ``[llm] model = "x"`` sets ``llm_model``),
+3. environment variables ``MNEMO_<SETTING>`` (``MNEMO_LLM_MODEL``),
+4. keyword arguments.
+
+Unknown names and ill-typed values raise :class:`~mnemo.errors.ConfigError` naming the setting.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import ConfigError
+
+CONFIG_FILENAME = "config.toml"
+ENV_PREFIX = "MNEMO_"
+
+
+def resolve_home(home: str | os.PathLike[str] | None = None) -> Path:
+    """The home directory: ``home`` if given, else ``$MNEMO_HOME``, else ``~/.mnemo``."""
+    if home is None:
+        home = os.environ.get("MNEMO_HOME") or Path.home() / ".mnemo"
+    return Path(home).expanduser()
+
+
+class Settings(BaseModel):
+    """Every tunable of mnemo, flat, with its default."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    home: Path
+
+    # curated memory
+    memory_char_limit: int = Field(2200, gt=0)
+    user_char_limit: int = Field(1375, gt=0)
+
+    # provider deadlines, in seconds
+    enrich_timeout: float = Field(5.0, gt=0)
+    compress_timeout: float = Field(120.0, gt=0)
+    shutdown_timeout: float = Field(15.0, gt=0)
+
+    # session archive and memory graph
+    archive_enabled: bool = True
+    graph_enabled: bool = True
+    graph_context_chars: int = Field(1500, ge=0)
+
+    # optional LLM (OpenAI-compatible chat completions); never called unless configured and asked for
+    llm_base_url: str | None = None
+    llm_model: str | None = None
+    llm_api_key: str | None = None
+    llm_timeout: float = Field(60.0, gt=0)
+
+    @property
+    def memories_dir(self) -> Path:
+        """Directory holding ``MEMORY.md`` and ``USER.md``."""
+        return self.home / "memories"
+
+    @property
+    def state_db(self) -> Path:
+        """The SQLite database of the session archive and the memory graph."""
+        return self.home / "state.db"
+
+
+def _flatten(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in table.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            flat.update(_flatten(value, f"{name}_"))
+        else:
+            flat[name] = value
+    return flat
+
+
+def _from_file(path: Path) -> dict[str, Any]:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from exc
+    try:
+        return _flatten(tomllib.loads(raw.decode("utf-8")))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path} is not valid UTF-8 TOML: {exc}") from exc
+
+
+def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
+    names = set(Settings.model_fields) - {"home"}
+    found: dict[str, Any] = {}
+    for key, value in environ.items():
+        if key.startswith(ENV_PREFIX):
+            name = key[len(ENV_PREFIX) :].lower()
+            if name in names:
+                found[name] = value
+    return found
+
+
+def load_settings(
+    home: str | os.PathLike[str] | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    **overrides: Any,
+) -> Settings:
+    """Build :class:`Settings` from defaults, ``config.toml``, the environment and ``overrides``."""
+    environ = os.environ if environ is None else environ
+    resolved = resolve_home(home if home is not None else environ.get("MNEMO_HOME"))
+    merged: dict[str, Any] = {}
+    merged.update(_from_file(resolved / CONFIG_FILENAME))
+    merged.update(_from_env(environ))
+    merged.update({k: v for k, v in overrides.items() if v is not None})
+    merged["home"] = resolved
+    try:
+        return Settings(**merged)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or "settings"
+        raise ConfigError(f"setting {field!r}: {first['msg']}") from exc
