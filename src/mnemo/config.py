@@ -4,7 +4,8 @@ Settings come from four places; a later one wins:
 
 1. the defaults below,
 2. ``MNEMO_HOME/config.toml`` (a top-level key is a setting's name; a table prefixes its keys, so
-   ``[llm] model = "x"`` sets ``llm_model``),
+   ``[llm] model = "x"`` sets ``llm_model``; ``[providers.NAME]`` tables are handed to provider
+   ``NAME``'s ``initialize`` as its config),
 3. environment variables ``MNEMO_<SETTING>`` (``MNEMO_LLM_MODEL``),
 4. keyword arguments.
 
@@ -61,6 +62,9 @@ class Settings(BaseModel):
     llm_api_key: str | None = None
     llm_timeout: float = Field(60.0, gt=0)
 
+    # per-provider configuration, keyed by provider name
+    providers: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
     @property
     def memories_dir(self) -> Path:
         """Directory holding ``MEMORY.md`` and ``USER.md``."""
@@ -91,13 +95,18 @@ def _from_file(path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}") from exc
     try:
-        return _flatten(tomllib.loads(raw.decode("utf-8")))
+        document = tomllib.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path} is not valid UTF-8 TOML: {exc}") from exc
+    providers = document.pop("providers", None)
+    flat = _flatten(document)
+    if providers is not None:
+        flat["providers"] = providers
+    return flat
 
 
 def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
-    names = set(Settings.model_fields) - {"home"}
+    names = set(Settings.model_fields) - {"home", "providers"}
     found: dict[str, Any] = {}
     for key, value in environ.items():
         if key.startswith(ENV_PREFIX):

@@ -1,0 +1,96 @@
+"""The SQLite conventions every mnemo database shares."""
+
+import multiprocessing
+import sqlite3
+
+import pytest
+
+from mnemo._db import DatabaseError, connect, migrate, write_transaction
+
+STEPS = [
+    "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL);"
+    " CREATE TABLE log (note_id INTEGER);"
+    " CREATE TRIGGER notes_ai AFTER INSERT ON notes BEGIN INSERT INTO log VALUES (new.id); END;",
+    "ALTER TABLE notes ADD COLUMN tag TEXT;",
+]
+
+
+def test_connection_uses_wal_and_foreign_keys(tmp_path):
+    conn = connect(tmp_path / "state.db")
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+
+
+def test_migrate_applies_every_step_once(tmp_path):
+    conn = connect(tmp_path / "state.db")
+    assert migrate(conn, "notes", STEPS) == 2
+    assert migrate(conn, "notes", STEPS) == 2
+    conn.execute("INSERT INTO notes (body, tag) VALUES ('x', 't')")
+    assert conn.execute("SELECT count(*) FROM log").fetchone()[0] == 1
+
+
+def test_migrate_resumes_from_the_recorded_version(tmp_path):
+    conn = connect(tmp_path / "state.db")
+    migrate(conn, "notes", STEPS[:1])
+    assert migrate(conn, "notes", STEPS) == 2
+    assert "tag" in {row[1] for row in conn.execute("PRAGMA table_info(notes)")}
+
+
+def test_components_are_versioned_independently(tmp_path):
+    conn = connect(tmp_path / "state.db")
+    migrate(conn, "notes", STEPS)
+    assert migrate(conn, "other", ["CREATE TABLE other (x);"]) == 1
+
+
+def test_a_database_newer_than_the_code_is_refused(tmp_path):
+    conn = connect(tmp_path / "state.db")
+    migrate(conn, "notes", STEPS)
+    with pytest.raises(DatabaseError, match="newer"):
+        migrate(conn, "notes", STEPS[:1])
+
+
+def test_a_failing_step_leaves_the_previous_version(tmp_path):
+    conn = connect(tmp_path / "state.db")
+    migrate(conn, "notes", STEPS[:1])
+    with pytest.raises(sqlite3.OperationalError):
+        migrate(conn, "notes", [STEPS[0], "ALTER TABLE missing ADD COLUMN y;"])
+    version = conn.execute("SELECT version FROM schema_versions WHERE component='notes'").fetchone()[0]
+    assert version == 1
+
+
+def test_write_transaction_rolls_back_on_error(tmp_path):
+    conn = connect(tmp_path / "state.db")
+    migrate(conn, "notes", STEPS)
+    with pytest.raises(RuntimeError):
+        with write_transaction(conn):
+            conn.execute("INSERT INTO notes (body) VALUES ('lost')")
+            raise RuntimeError("boom")
+    assert conn.execute("SELECT count(*) FROM notes").fetchone()[0] == 0
+
+
+def _insert_many(path, worker, count):
+    conn = connect(path)
+    for i in range(count):
+        with write_transaction(conn):
+            conn.execute("INSERT INTO notes (body) VALUES (?)", (f"{worker}-{i}",))
+
+
+def test_concurrent_processes_lose_no_write(tmp_path):
+    path = tmp_path / "state.db"
+    migrate(connect(path), "notes", STEPS)
+    ctx = multiprocessing.get_context("spawn")
+    workers = [ctx.Process(target=_insert_many, args=(path, w, 100)) for w in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(60)
+        assert worker.exitcode == 0
+    assert connect(path).execute("SELECT count(DISTINCT body) FROM notes").fetchone()[0] == 400
+
+
+def test_a_file_that_is_not_a_database_is_an_error(tmp_path):
+    path = tmp_path / "state.db"
+    path.write_bytes(b"not a database at all" * 100)
+    with pytest.raises(DatabaseError):
+        connect(path)
+    assert path.read_bytes() == b"not a database at all" * 100
