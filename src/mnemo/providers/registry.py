@@ -1,0 +1,380 @@
+"""The registry: one per AgentMemory, owning every provider's lifecycle and the threading contract.
+
+The agent calls the registry from its own thread; the registry decides where each provider hook runs:
+
+- ``enrich_turn`` runs in parallel on one worker per provider, under one overall deadline. A provider
+  that misses it is skipped for the turn, and while its late call is still running it is not called
+  again, so a hung backend costs one thread, not one thread per turn.
+- ``on_memory_write`` and ``on_turn_complete`` are fire-and-forget on a second worker per provider
+  (daemon), so one provider sees its events in order and a slow one never delays the turn.
+- ``on_compress`` runs on non-daemon threads joined under one deadline: the agent is about to discard
+  those messages, so an interpreter exit waits for the work to finish.
+- ``shutdown_all`` drains each provider's pending events, then shuts it down, all under one deadline. It
+  also runs when the registry is garbage-collected or at interpreter exit, through a finalizer that
+  holds no reference to the registry.
+
+Every call into a provider is isolated: an exception is logged with the provider's name and goes no
+further.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import logging
+import math
+import threading
+import time
+import weakref
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import InvalidArgument
+from ..tools._json import failure, parse_arguments
+from ._threads import Gather, Lane, join_all
+from .protocol import MemoryProvider, ProviderCapabilities, ProviderError, missing_members
+
+__all__ = ["ProviderRegistry"]
+
+log = logging.getLogger("mnemo.providers")
+
+# The curated store's tool; no provider may take its name.
+MEMORY_TOOL = "memory"
+
+# Events queued for a provider that stopped consuming them are dropped beyond this many, rather than
+# letting one hung backend grow the queue for the rest of the session.
+_MAX_PENDING_EVENTS = 1000
+
+
+@dataclass(eq=False)
+class _Active:
+    """One provider admitted for the session, with its frozen capabilities and its workers."""
+
+    name: str
+    provider: MemoryProvider
+    capabilities: ProviderCapabilities
+    enrich_lane: Lane
+    event_lane: Lane
+    compressing: threading.Thread | None = None
+
+
+@dataclass(eq=False)
+class _Session:
+    """Everything shutdown needs, kept apart from the registry so the finalizer can hold it alone."""
+
+    shutdown_timeout: float
+    active: list[_Active] = field(default_factory=list)
+    # Initialized, then refused (bad capabilities, tool-name collision): they still get shut down.
+    refused: list[tuple[str, MemoryProvider]] = field(default_factory=list)
+    closed: bool = False
+
+    def shutdown(self) -> None:
+        """Drain, then shut down every initialized provider, all within ``shutdown_timeout``; never raises."""
+        try:
+            self._shutdown()
+        except BaseException:  # at exit or in a finalizer there is no caller left to handle it
+            log.exception("shutdown of providers failed")
+
+    def _shutdown(self) -> None:
+        active, self.active = self.active, []
+        refused, self.refused = self.refused, []
+        self.closed = True
+        deadline = time.monotonic() + self.shutdown_timeout
+        closers = [
+            threading.Thread(target=_close_active, args=(entry, deadline), name=f"mnemo-{entry.name}-shutdown", daemon=True)
+            for entry in active
+        ] + [
+            threading.Thread(
+                target=_guarded, args=(name, provider, "shutdown", ()), name=f"mnemo-{name}-shutdown", daemon=True
+            )
+            for name, provider in refused
+        ]
+        for thread in closers:
+            thread.start()
+        for thread in join_all(closers, deadline):
+            log.warning("%s: shutdown did not finish within %.1f s; abandoned", _owner(thread), self.shutdown_timeout)
+        for entry in active:
+            entry.enrich_lane.stop()
+            entry.event_lane.stop()
+
+
+class ProviderRegistry:
+    """The memory providers of one agent session, and the only code that calls them.
+
+    Deadlines are in seconds; ``shutdown_timeout`` bounds the whole shutdown, not each provider.
+    ``reserved_tool_names`` are tools the owner serves itself (``memory`` always is): a provider
+    declaring one of them is refused.
+    """
+
+    def __init__(
+        self,
+        enrich_timeout: float = 5.0,
+        compress_timeout: float = 120.0,
+        shutdown_timeout: float = 15.0,
+        *,
+        reserved_tool_names: Iterable[str] = (),
+    ) -> None:
+        self._enrich_timeout = _positive("enrich_timeout", enrich_timeout)
+        self._compress_timeout = _positive("compress_timeout", compress_timeout)
+        self._session = _Session(_positive("shutdown_timeout", shutdown_timeout))
+        self._reserved = frozenset(reserved_tool_names) | {MEMORY_TOOL}
+        self._registered: list[MemoryProvider] = []
+        self._initialized = False
+        self._tools: dict[str, _Active] = {}
+        self._by_name: dict[str, _Active] = {}
+        # Runs _Session.shutdown at interpreter exit, or when this registry is collected, whichever
+        # comes first; calling it (shutdown_all) runs it at most once and unregisters it.
+        self._finalizer = weakref.finalize(self, self._session.shutdown)
+
+    # -- setup ---------------------------------------------------------------------------------
+
+    def register(self, provider: MemoryProvider) -> None:
+        """Add ``provider`` before initialization; TypeError if it does not conform, ProviderError on a duplicate name."""
+        missing = missing_members(provider)
+        if missing:
+            raise TypeError(f"{type(provider).__name__} is not a MemoryProvider: missing {', '.join(missing)}")
+        name = provider.name
+        if not isinstance(name, str) or not name.strip():
+            raise TypeError(f"{type(provider).__name__}.name must be a non-empty string, got {name!r}")
+        if self._initialized:
+            raise ProviderError(f"cannot register provider {name!r}: the registry is already initialized")
+        if any(existing.name == name for existing in self._registered):
+            raise ProviderError(f"a provider named {name!r} is already registered")
+        self._registered.append(provider)
+
+    def initialize_all(self, session_key: str, config: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+        """Initialize every registered provider in order on this thread, keeping those that succeed.
+
+        ``config`` maps provider names to their own settings. A provider that is unavailable, raises,
+        declares malformed capabilities or a tool name already taken is dropped for the session, with
+        its name and the reason in the log.
+        """
+        if not isinstance(session_key, str) or not session_key:
+            raise InvalidArgument("session_key", "must be a non-empty string")
+        if self._initialized:
+            raise ProviderError("the registry is already initialized")
+        if self._session.closed:
+            raise ProviderError("the registry is shut down")
+        self._initialized = True
+        config = config or {}
+        for provider in self._registered:
+            name = provider.name
+            if not self._starts(name, provider, session_key, dict(config.get(name) or {})):
+                continue
+            try:
+                capabilities = ProviderCapabilities.from_declared(provider.capabilities())
+                self._check_tool_names(name, capabilities)
+            except Exception as exc:
+                log.error("%s: refused: %s", name, exc)
+                self._session.refused.append((name, provider))
+                continue
+            entry = _Active(
+                name, provider, capabilities, Lane(f"mnemo-{name}-enrich"), Lane(f"mnemo-{name}-events")
+            )
+            self._session.active.append(entry)
+            self._by_name[name] = entry
+            self._tools.update(dict.fromkeys(capabilities.tool_names, entry))
+            log.info("%s: active", name)
+
+    def _starts(self, name: str, provider: MemoryProvider, session_key: str, config: dict[str, Any]) -> bool:
+        try:
+            if not provider.is_available():
+                log.info("%s: dropped: not available", name)
+                return False
+            provider.initialize(session_key, config)
+        except Exception as exc:
+            log.warning("%s: dropped: initialization failed: %s: %s", name, type(exc).__name__, exc, exc_info=True)
+            return False
+        return True
+
+    def _check_tool_names(self, name: str, capabilities: ProviderCapabilities) -> None:
+        for tool in sorted(capabilities.tool_names):
+            if tool in self._reserved:
+                raise ProviderError(f"tool {tool!r} is reserved by mnemo")
+            if tool in self._tools:
+                raise ProviderError(f"tool {tool!r} is already served by provider {self._tools[tool].name!r}")
+
+    # -- what is active --------------------------------------------------------------------------
+
+    @property
+    def providers(self) -> tuple[MemoryProvider, ...]:
+        """The active providers, in registration order (empty before initialization and after shutdown)."""
+        return tuple(entry.provider for entry in self._session.active)
+
+    def capabilities(self, name: str) -> ProviderCapabilities:
+        """The frozen capabilities of active provider ``name``; KeyError if there is none."""
+        return self._by_name[name].capabilities
+
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        """Every active provider's tool schemas, in registration order (copies, safe to modify)."""
+        return [copy.deepcopy(dict(schema)) for entry in self._session.active for schema in entry.capabilities.tool_schemas]
+
+    def tool_owner(self, tool_name: str) -> str | None:
+        """The name of the active provider serving ``tool_name``, or None."""
+        entry = self._tools.get(tool_name)
+        return entry.name if entry is not None and not self._session.closed else None
+
+    def suppresses_local_writes(self, target: str) -> bool:
+        """Whether any active provider takes over local writes to ``target`` (``"memory"`` or ``"user"``)."""
+        return any(entry.capabilities.suppresses(target) for entry in self._session.active)
+
+    # -- hooks -----------------------------------------------------------------------------------
+
+    def enrich_turn(self, user_message: str, messages: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
+        """Each provider's context for this turn as ``(name, text)``, in registration order.
+
+        Returns within ``enrich_timeout`` (plus scheduling slack) whatever the providers do; blank
+        answers, late answers and failures are left out.
+        """
+        active = self._session.active
+        if not active:
+            return []
+        deadline = time.monotonic() + self._enrich_timeout
+        history = tuple(messages)
+        asked = []
+        for entry in active:
+            if entry.enrich_lane.pending:
+                log.info("%s: enrich_turn skipped: its previous call is still running", entry.name)
+            else:
+                asked.append(entry)
+        gather = Gather(len(asked))
+        for index, entry in enumerate(asked):
+            job = functools.partial(_enrich, entry.name, entry.provider, user_message, history)
+            if not entry.enrich_lane.submit(job, functools.partial(gather.record, index)):
+                gather.record(index, None)
+        context = []
+        for entry, (finished, text) in zip(asked, gather.collect(deadline)):
+            if not finished:
+                log.warning("%s: enrich_turn missed the %.2f s deadline; skipped this turn", entry.name, self._enrich_timeout)
+            elif text:
+                context.append((entry.name, text))
+        return context
+
+    def on_memory_write(self, action: str, target: str, content: str, old_text: str | None = None) -> None:
+        """Tell every provider about one memory-tool operation, in the background."""
+        self._broadcast("on_memory_write", (action, target, content, old_text))
+
+    def on_turn_complete(self, user_message: str, assistant_response: str) -> None:
+        """Tell every provider a turn completed successfully, in the background."""
+        self._broadcast("on_turn_complete", (user_message, assistant_response))
+
+    def _broadcast(self, hook: str, args: tuple[Any, ...]) -> None:
+        for entry in self._session.active:
+            job = functools.partial(_guarded, entry.name, entry.provider, hook, args)
+            if not entry.event_lane.submit(job, limit=_MAX_PENDING_EVENTS):
+                log.warning("%s: %s dropped: the provider is not keeping up or is shut down", entry.name, hook)
+
+    def on_compress(self, messages: Sequence[Any], compression_count: int) -> None:
+        """Show every provider the messages about to be discarded; wait for them up to ``compress_timeout``.
+
+        Messages are normalised to ``{"role", "content": str}``. A provider whose previous
+        ``on_compress`` is still running is skipped.
+        """
+        active = self._session.active
+        if not active:
+            return
+        normalised = [_normalise(message) for message in messages]
+        threads = []
+        for entry in active:
+            if entry.compressing is not None and entry.compressing.is_alive():
+                log.warning("%s: on_compress skipped: its previous call is still running", entry.name)
+                continue
+            copies = [dict(message) for message in normalised]
+            entry.compressing = threading.Thread(
+                target=_guarded,
+                args=(entry.name, entry.provider, "on_compress", (copies, compression_count)),
+                name=f"mnemo-{entry.name}-compress",
+            )
+            entry.compressing.start()
+            threads.append(entry.compressing)
+        for thread in join_all(threads, time.monotonic() + self._compress_timeout):
+            log.warning("%s: on_compress still running after %.1f s; not waiting", _owner(thread), self._compress_timeout)
+
+    def handle_tool_call(self, name: str, arguments: Any) -> str:
+        """Run provider tool ``name``; ``arguments`` is a dict or a JSON object string. Always a JSON string."""
+        entry = self._tools.get(name)
+        if entry is None or self._session.closed:
+            return failure(f"unknown tool {name!r}")
+        try:
+            parsed = parse_arguments(arguments)
+        except InvalidArgument as exc:
+            return failure(str(exc))
+        try:
+            result = entry.provider.handle_tool_call(name, parsed)
+        except Exception as exc:
+            log.warning("%s: tool %s failed: %s: %s", entry.name, name, type(exc).__name__, exc, exc_info=True)
+            return failure(f"provider {entry.name!r} failed in tool {name!r}: {type(exc).__name__}: {exc}")
+        if not isinstance(result, str):
+            log.warning("%s: tool %s returned %s instead of a JSON string", entry.name, name, type(result).__name__)
+            return failure(f"provider {entry.name!r} returned no JSON result from tool {name!r}")
+        return result
+
+    def shutdown_all(self) -> None:
+        """Flush and shut down every provider within ``shutdown_timeout`` overall; idempotent; never raises."""
+        self._finalizer()
+
+
+def _positive(field_name: str, value: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise InvalidArgument(field_name, f"must be a positive number of seconds, got {value!r}")
+    return float(value)
+
+
+def _guarded(name: str, provider: MemoryProvider, hook: str, args: tuple[Any, ...]) -> Any:
+    """Call ``provider.hook(*args)``; an exception is logged with the provider's name and swallowed."""
+    try:
+        return getattr(provider, hook)(*args)
+    except Exception as exc:
+        log.warning("%s: %s failed: %s: %s", name, hook, type(exc).__name__, exc, exc_info=True)
+        return None
+
+
+def _enrich(name: str, provider: MemoryProvider, user_message: str, history: tuple[Any, ...]) -> str | None:
+    text = _guarded(name, provider, "enrich_turn", (user_message, history))
+    if text is None:
+        return None
+    if not isinstance(text, str):
+        log.warning("%s: enrich_turn returned %s instead of text; ignored", name, type(text).__name__)
+        return None
+    return text.strip() or None
+
+
+def _close_active(entry: _Active, deadline: float) -> None:
+    # Pending events first: the last turn must reach an archive before it closes.
+    if not entry.event_lane.drain(deadline):
+        log.warning("%s: events still pending at shutdown", entry.name)
+    if entry.compressing is not None:
+        entry.compressing.join(max(0.0, deadline - time.monotonic()))
+    _guarded(entry.name, entry.provider, "shutdown", ())
+
+
+def _owner(thread: threading.Thread) -> str:
+    """The provider name inside a ``mnemo-<name>-<purpose>`` thread name."""
+    return thread.name.removeprefix("mnemo-").rpartition("-")[0]
+
+
+def _normalise(message: Any) -> dict[str, str]:
+    """``{"role", "content": str}`` from a chat message dict (or SDK object) with any content shape."""
+    if isinstance(message, Mapping):
+        role, content = message.get("role"), message.get("content")
+    else:
+        role, content = getattr(message, "role", None), getattr(message, "content", None)
+    return {"role": "" if role is None else str(role), "content": _text(content)}
+
+
+def _text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, (list, tuple)):
+        # Multipart content (OpenAI / Anthropic): keep the text parts, skip images and the like.
+        parts = []
+        for part in content:
+            if isinstance(part, str):
+                parts.append(part)
+            elif isinstance(part, Mapping) and isinstance(part.get("text"), str):
+                parts.append(part["text"])
+        return "\n".join(parts)
+    return str(content)
