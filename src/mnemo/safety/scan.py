@@ -1,0 +1,369 @@
+"""Threat scanning for text that will reach a model's prompt.
+
+Anything mnemo stores may be replayed into a future system prompt or per-turn context, so a single
+poisoned note follows the user into every later session. :func:`scan` looks for the ways such a note
+tries to take over the model: prompt-injection phrasings, fake chat turns, exfiltration of secrets,
+SSH backdoors, instructions hidden in HTML, and invisible or bidi-control Unicode.
+
+The patterns are deliberately narrow. Ordinary notes an agent keeps ("user said: ignore lint warnings in
+legacy/", "key in ~/.ssh/config", "curl https://api.example.com/health") must pass, because a scanner that
+cries wolf teaches the model to route around it. Each rule therefore requires the hostile *shape* (a verb
+aimed at the model's instructions, a command that reads or ships a credential), not a single keyword.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+__all__ = [
+    "CATEGORIES",
+    "EXFILTRATION",
+    "HIDDEN_HTML",
+    "INVISIBLE_UNICODE",
+    "PROMPT_INJECTION",
+    "ROLE_HIJACK",
+    "SCAN_CHAR_LIMIT",
+    "SSH_BACKDOOR",
+    "Finding",
+    "scan",
+]
+
+PROMPT_INJECTION = "prompt_injection"
+ROLE_HIJACK = "role_hijack"
+EXFILTRATION = "exfiltration"
+SSH_BACKDOOR = "ssh_backdoor"
+HIDDEN_HTML = "hidden_html"
+INVISIBLE_UNICODE = "invisible_unicode"
+
+CATEGORIES: tuple[str, ...] = (
+    PROMPT_INJECTION,
+    ROLE_HIJACK,
+    EXFILTRATION,
+    SSH_BACKDOOR,
+    HIDDEN_HTML,
+    INVISIBLE_UNICODE,
+)
+"""Every category a :class:`Finding` can carry, in the order findings are reported."""
+
+SCAN_CHAR_LIMIT = 20_000
+"""How many leading characters of the input :func:`scan` examines.
+
+The scan runs on every memory write and on every entry at session start, so its cost must stay bounded
+even when a hostile caller hands it megabytes. Every text mnemo puts into a prompt is capped far below
+this (curated entries live in stores of 2,200 and 1,375 characters), so in practice the whole text is
+scanned; a caller that accepts longer text must bound its size itself before it reaches a prompt.
+"""
+
+_EXCERPT_CHARS = 80
+_CONTEXT_CHARS = 24
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One reason a text was judged hostile.
+
+    ``category`` is one of :data:`CATEGORIES`; ``rule`` names the pattern that matched (stable, for
+    logs and tests); ``excerpt`` is a short printable snippet around the match (at most 80 characters,
+    invisible characters spelled ``U+XXXX``) that can be shown to the model or the user safely.
+    """
+
+    category: str
+    rule: str
+    excerpt: str
+
+
+# --- invisible characters -----------------------------------------------------------------------
+
+_ZERO_WIDTH = frozenset(
+    [chr(c) for c in range(0x200B, 0x2010)] + [chr(c) for c in range(0x2060, 0x2065)] + ["\ufeff"]
+)
+_BIDI_CONTROLS = frozenset(
+    [chr(c) for c in range(0x202A, 0x202F)] + [chr(c) for c in range(0x2066, 0x206A)]
+)
+_TAG_FIRST, _TAG_LAST = 0xE0000, 0xE007F
+# Soft hyphens are not reported (ordinary text pasted from the web carries them), but they are
+# removed before matching because they split words just as well as a zero-width space.
+_STRIPPED_BEFORE_MATCHING = re.compile(
+    "[\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\U000e0000-\U000e007f]"
+)
+
+
+def _invisible_rule(char: str, position: int) -> str | None:
+    if char in _ZERO_WIDTH:
+        # A byte-order mark at the very start is an encoding artefact, not a hiding place.
+        if char == "\ufeff" and position == 0:
+            return None
+        return "zero_width"
+    if char in _BIDI_CONTROLS:
+        return "bidi_control"
+    if _TAG_FIRST <= ord(char) <= _TAG_LAST:
+        return "tag_character"
+    return None
+
+
+# --- patterns ------------------------------------------------------------------------------------
+#
+# Matching runs on NFKC-normalised text with invisible characters removed and is case-insensitive.
+# Quantifiers are bounded so a hostile input cannot make a pattern backtrack for long.
+
+_FLAGS = re.IGNORECASE | re.MULTILINE
+
+# Words that point at the model's own instructions rather than at, say, lint warnings.
+_ANCHOR = r"(?:previous|prior|above|earlier|preceding|former|original|initial|old|system|developer|your|all)"
+_FILLER = r"(?:all|any|every|each|of|the|your|my|these|those|and|other)"
+_INSTRUCTIONS = (
+    r"(?:instructions?|prompts?|rules|directives?|guidelines|guidance|guardrails|commands|orders"
+    r"|programming|context|restrictions|policies|messages)"
+)
+# Files whose contents are credentials; a public key (``.pub``) or ``.env.example`` is not one.
+_CREDENTIAL_PATH = (
+    r"(?:(?:~|\$HOME|\$\{HOME\}|/home/[\w.-]+|/root|/Users/[\w.-]+)/)?"
+    r"(?:\.ssh/id_[\w-]+(?!\.pub)\b"
+    r"|(?<![\w.])\.env(?![\w.-])"
+    r"|\.aws/credentials\b"
+    r"|/etc/(?:shadow|gshadow|sudoers)\b"
+    r"|\.netrc\b|\.git-credentials\b|\.pgpass\b|\.pypirc\b|\.npmrc\b"
+    r"|\.kube/config\b|\.docker/config\.json\b|\.config/gh/hosts\.yml\b"
+    r"|\bid_(?:rsa|dsa|ecdsa|ed25519)(?!\.pub)\b)"
+)
+_SECRET_VARIABLE = (
+    r"\$\{?[A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIALS?)[A-Z0-9_]*\}?"
+)
+_NETWORK_TOOL = (
+    r"\b(?:curl|wget|nc|ncat|netcat|socat|telnet|scp|sftp|rsync|ftp|http|https|xh"
+    r"|Invoke-WebRequest|Invoke-RestMethod|iwr|irm)\b"
+)
+_SUBSTITUTION = r"(?:\$\(|`)"
+
+_RULES: tuple[tuple[str, str, str], ...] = (
+    # --- prompt injection
+    (
+        PROMPT_INJECTION,
+        "ignore_instructions",
+        rf"\b(?:ignore|disregard|forget|override|bypass|abandon|discard)\s+(?:{_FILLER}\s+){{0,3}}"
+        rf"{_ANCHOR}\s+(?:{_FILLER}\s+|{_ANCHOR}\s+){{0,3}}{_INSTRUCTIONS}\b",
+    ),
+    (
+        PROMPT_INJECTION,
+        "ignore_everything_above",
+        r"\b(?:ignore|disregard|forget)\s+(?:(?:everything|anything|all)\s+(?:above|before|prior|previously"
+        r"|you\s+(?:were|have\s+been)\s+told|you\s+know)|(?:the|all\s+the)\s+(?:above|foregoing))\b",
+    ),
+    (
+        PROMPT_INJECTION,
+        "you_are_now",
+        r"\byou\s+are\s+now\s+(?:a|an|the|my|no\s+longer|free|unrestricted|unfiltered|uncensored|jailbroken"
+        r"|dan|evil|operating|acting|in\s+(?:developer|god|admin|jailbreak|dan|unrestricted|debug)\s+mode)\b",
+    ),
+    (
+        PROMPT_INJECTION,
+        "from_now_on",
+        r"\bfrom\s+now\s+on,?\s+(?:you\s+(?:are|will|must|shall|should)|act\s+as|respond\s+as|ignore|always\s+obey)\b",
+    ),
+    (
+        PROMPT_INJECTION,
+        "new_system_prompt",
+        r"\b(?:new|updated|revised|real|actual|true|hidden|secret|override|replacement)\s+system\s+"
+        r"(?:prompt|instructions?|message|directive)s?\b",
+    ),
+    (
+        PROMPT_INJECTION,
+        "new_instructions",
+        r"\byour\s+(?:new|real|actual|true|updated|only)\s+(?:instructions?|task|goal|objective|purpose"
+        r"|directive|mission)s?\s+(?:is|are|now)\b",
+    ),
+    (
+        PROMPT_INJECTION,
+        "conceal_from_user",
+        r"\b(?:do\s+not|don'?t|never|without)\s+(?:tell(?:ing)?|inform(?:ing)?|notify(?:ing)?|alert(?:ing)?"
+        r"|mention(?:ing)?|reveal(?:ing)?|show(?:ing)?|let(?:ting)?|warn(?:ing)?)\s+(?:this\s+)?(?:to\s+)?"
+        r"the\s+(?:user|human|operator)\b"
+        r"|\b(?:keep|hide)\s+(?:this|it|these|the\s+following)\s+(?:secret\s+|hidden\s+)?from\s+the\s+(?:user|human)\b",
+    ),
+    (
+        PROMPT_INJECTION,
+        "reveal_system_prompt",
+        r"\b(?:reveal|print|output|repeat|leak|dump|disclose|recite)\s+(?:all\s+of\s+|back\s+)?your\s+"
+        r"(?:(?:full|entire|hidden|original|initial|secret)\s+)*(?:system\s+prompt|instructions|initial\s+prompt"
+        r"|hidden\s+prompt|prompt)\b",
+    ),
+    (
+        PROMPT_INJECTION,
+        "jailbreak_mode",
+        r"\b(?:developer|jailbreak|dan|god)\s+mode\s+(?:enabled|activated|on)\b"
+        r"|\bdo\s+anything\s+now\b"
+        r"|\bact\s+as\s+(?:an?\s+)?(?:unrestricted|unfiltered|uncensored|jailbroken)\b"
+        r"|\bpretend\s+(?:that\s+)?you\s+(?:have|are\s+under)\s+no\s+(?:rules|restrictions|limits|guidelines|filters)\b",
+    ),
+    # --- role hijack
+    (
+        ROLE_HIJACK,
+        "chat_template_token",
+        r"<\|\s*[a-z][a-z_ -]{1,30}\s*\|>"
+        r"|\[/?INST\]|<</?SYS>>|<(?:start|end)_of_turn>",
+    ),
+    (
+        ROLE_HIJACK,
+        "fake_role_turn",
+        # A role label at the start of a line followed by what a model or system would say, not a
+        # label-value fact like "System: Ubuntu 22.04".
+        r"^[ \t>#*\[]*(?:system|assistant|developer)[\]*]*[ \t]*:[ \t]*(?:you|i|i'm|ignore|new|the\s+user|from\s+now"
+        r"|sure|ok|okay|understood|as\s+an?|certainly|always|never|do\s+not|override|\[)\b"
+        r"|^[ \t]*(?:human|user)[ \t]*:[^\n]{1,500}\n(?:[ \t]*\n){0,3}[ \t]*(?:assistant|ai|system)[ \t]*:",
+    ),
+    (
+        ROLE_HIJACK,
+        "role_markup",
+        r"^[ \t]*(?:#{2,}[ \t]*(?:system|assistant)\b[ \t]*:?[ \t]*$|\[(?:system|assistant)\][ \t]*:?)"
+        r"|</?(?:system|assistant|system_prompt|developer)[ \t]*>",
+    ),
+    # --- exfiltration
+    (
+        EXFILTRATION,
+        "send_credential_over_network",
+        rf"{_NETWORK_TOOL}[^\n]{{0,200}}(?:{_CREDENTIAL_PATH}|{_SECRET_VARIABLE})"
+        rf"|(?:{_CREDENTIAL_PATH}|{_SECRET_VARIABLE})[^\n]{{0,200}}\|\s*{_NETWORK_TOOL}",
+    ),
+    (
+        EXFILTRATION,
+        "send_command_output",
+        rf"\bcurl\b[^\n]{{0,200}}(?:\s-d|\s--data[\w-]*|\s-F|\s--form|\s-H|\s--header)\s*[\"']?[^\n\"']{{0,80}}{_SUBSTITUTION}"
+        rf"|\bwget\b[^\n]{{0,200}}--post-(?:data|file)\b[^\n]{{0,80}}{_SUBSTITUTION}"
+        rf"|{_NETWORK_TOOL}[^\n]{{0,20}}https?://[^\s\"']{{0,200}}[?&=/]{_SUBSTITUTION}"
+        rf"|\b(?:env|printenv|set)\b\s*\|\s*(?:base64\s*\|\s*)?{_NETWORK_TOOL}"
+        rf"|\b(?:nc|ncat|netcat|socat)\b[^\n|]{{0,100}}<\s*\S",
+    ),
+    (
+        EXFILTRATION,
+        "read_credential_file",
+        rf"\b(?:cat|less|more|head|tail|base64|xxd|od|strings|type|bat|read|print|dump|display|output"
+        rf"|exfiltrate|upload|send|post|leak|email|share|paste|include|reveal)\s+(?:-\S+\s+)*"
+        rf"(?:(?:the\s+)?(?:contents?\s+of\s+|file\s+)?(?:the\s+)?)[\"']?(?:{_CREDENTIAL_PATH})",
+    ),
+    (
+        EXFILTRATION,
+        "secret_in_url",
+        rf"https?://[^\s\"'<>]{{1,300}}[?&](?:token|access_token|api_?key|key|secret|password|passwd|pwd|auth"
+        rf"|session|cookie|creds?)=(?:{_SECRET_VARIABLE}|{_SUBSTITUTION}|\$\{{?\w+"
+        r"|sk-[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|AKIA[A-Z0-9]{16}|xox[abprs]-[A-Za-z0-9-]{10,})",
+    ),
+    (
+        EXFILTRATION,
+        "exfiltration_host",
+        r"\b(?:webhook\.site|requestbin\.(?:com|net)|[\w-]+\.pipedream\.net|burpcollaborator\.net"
+        r"|[\w-]+\.oastify\.com|[\w-]+\.oast\.(?:fun|me|pro|live|site|online)|interact\.sh)\b",
+    ),
+    # --- SSH backdoors
+    (
+        SSH_BACKDOOR,
+        "write_authorized_keys",
+        r"(?:>>?|\btee\b(?:\s+-a)?|\bcp\b|\bmv\b|\bdd\b[^\n]{0,40}of=)\s*[\"']?[^\s\"'|;&]{0,80}authorized_keys2?\b"
+        r"|\b(?:add|append|write|insert|put|copy|paste)\b[^\n]{0,120}\b(?:to|into|in)\s+(?:the\s+|your\s+)?"
+        r"[^\s]{0,60}authorized_keys2?\b",
+    ),
+    (
+        SSH_BACKDOOR,
+        "keygen_and_install",
+        r"\bssh-keygen\b[\s\S]{0,300}?authorized_keys",
+    ),
+    (
+        SSH_BACKDOOR,
+        "weaken_sshd",
+        r"(?:>>?|\btee\b(?:\s+-a)?|\bsed\s+-i\b[^\n]{0,80})\s*[^\s|;&]{0,40}sshd_config\b"
+        r"|\bPermitRootLogin\s+yes\b[^\n]{0,80}(?:>>|tee)"
+        r"|\bPermitRootLogin\s+yes\b[^\n]{0,80}sshd_config\b",
+    ),
+    # --- hidden HTML
+    (
+        HIDDEN_HTML,
+        "instruction_in_html_comment",
+        r"<!--(?:(?!-->)[\s\S]){0,2000}?\b(?:ignore|disregard|instructions?|system|assistant|you\s+(?:must|should|will|are)"
+        r"|do\s+not|don'?t|execute|run|send|curl|wget|reveal|tell|always|never|prompt|secret|password|token)\b",
+    ),
+    (
+        HIDDEN_HTML,
+        "hidden_element",
+        r"<[a-z][^>]{0,400}\bstyle\s*=\s*[\"']?[^\"'>]{0,300}(?:display\s*:\s*none|visibility\s*:\s*hidden"
+        r"|font-size\s*:\s*0(?:\.0+)?(?:px|em|rem|pt|%)?\s*(?:[;\"'>]|$)|opacity\s*:\s*0(?:\.0+)?\s*(?:[;\"'>]|$)"
+        r"|(?:left|top)\s*:\s*-\d{4,})"
+        r"|<[a-z][^>]{0,400}\s(?:hidden|aria-hidden\s*=\s*[\"']?true)(?=[\s/>=])",
+    ),
+    (
+        HIDDEN_HTML,
+        "script_or_handler",
+        r"<\s*(?:script|iframe|object|embed)\b"
+        r"|<[a-z][^>]{0,400}\son(?:error|load|click|mouseover|focus|blur|submit)\s*="
+        r"|\bhref\s*=\s*[\"']?\s*javascript:",
+    ),
+)
+
+_COMPILED: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
+    (category, rule, re.compile(pattern, _FLAGS)) for category, rule, pattern in _RULES
+)
+
+
+# --- excerpts ------------------------------------------------------------------------------------
+
+
+def _visible(char: str) -> str:
+    if char in "\n\r\t":
+        return " "
+    if char.isprintable() and _invisible_rule(char, -1) is None:
+        return char
+    return f"U+{ord(char):04X}"
+
+
+def _excerpt(text: str, start: int, end: int) -> str:
+    """A printable snippet of ``text[start:end]`` with a little context, never over 80 characters."""
+    core = "".join(_visible(c) for c in text[start:end])
+    if len(core) >= _EXCERPT_CHARS:
+        return core[: _EXCERPT_CHARS - 3] + "..."
+    budget = _EXCERPT_CHARS - len(core)
+    left = "".join(_visible(c) for c in text[max(0, start - _CONTEXT_CHARS) : start])
+    right = "".join(_visible(c) for c in text[end : end + _CONTEXT_CHARS])
+    left_share = min(len(left), budget // 2)
+    right_share = min(len(right), budget - left_share)
+    left_share = min(len(left), budget - right_share)
+    snippet = left[len(left) - left_share :] + core + right[:right_share]
+    return " ".join(snippet.split()) if snippet.strip() else snippet
+
+
+# --- the scan ------------------------------------------------------------------------------------
+
+
+def _invisible_findings(text: str) -> list[Finding]:
+    first_at: dict[str, int] = {}
+    for position, char in enumerate(text):
+        if char.isascii():
+            continue
+        rule = _invisible_rule(char, position)
+        if rule is not None and rule not in first_at:
+            first_at[rule] = position
+    return [
+        Finding(INVISIBLE_UNICODE, rule, _excerpt(text, position, position + 1))
+        for rule, position in sorted(first_at.items(), key=lambda item: item[1])
+    ]
+
+
+def scan(text: str) -> tuple[Finding, ...]:
+    """Look for prompt-injection, role-hijack, exfiltration, SSH-backdoor, hidden-HTML and invisible-Unicode
+    threats in ``text``; an empty tuple means it is clean.
+
+    At most one finding is reported per rule, pattern findings first (in :data:`CATEGORIES` order), then
+    invisible characters. Only the first :data:`SCAN_CHAR_LIMIT` characters are examined. Matching runs
+    on NFKC-normalised text with invisible characters removed, so full-width look-alikes and words split by
+    zero-width spaces are still recognised, while the invisible characters themselves are reported.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"scan() expects str, got {type(text).__name__}")
+    head = text[:SCAN_CHAR_LIMIT]
+    normalised = _STRIPPED_BEFORE_MATCHING.sub("", unicodedata.normalize("NFKC", head))
+    findings: list[Finding] = []
+    for category, rule, pattern in _COMPILED:
+        match = pattern.search(normalised)
+        if match is not None:
+            findings.append(Finding(category, rule, _excerpt(normalised, match.start(), match.end())))
+    findings.extend(_invisible_findings(head))
+    return tuple(findings)
