@@ -1,0 +1,110 @@
+"""``mnemo memory``: show and edit the curated memory (``MEMORY.md`` / ``USER.md``) from a shell."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ..config import load_settings
+from ..curated.entries import joined_length
+from ..curated.errors import MemoryOpError
+from ..curated.ops import Add, MemoryOp, MemoryOpOutcome, Remove, Replace, usage_text
+from ..curated.store import TARGETS, MemoryStore
+from ._output import CliError, lines, print_json
+
+
+def _store(args: argparse.Namespace) -> MemoryStore:
+    store = MemoryStore.from_settings(load_settings(args.home))
+    store.load()
+    return store
+
+
+def _show(args: argparse.Namespace) -> int:
+    store = _store(args)
+    targets = [args.target] if args.target else list(TARGETS)
+    report: dict[str, Any] = {}
+    for target in targets:
+        entries = store.entries(target)
+        failure = store.read_failure(target)
+        report[target] = {
+            "path": str(store.path(target)),
+            "usage": usage_text(joined_length(entries), store.char_limit(target)),
+            "entries": list(entries),
+            "read_error": str(failure) if failure else None,
+        }
+    if args.json:
+        print_json(report)
+        return 0
+    for target, shown in report.items():
+        lines([f"{target} ({shown['path']}) [{shown['usage']}], {len(shown['entries'])} entries"])
+        if shown["read_error"]:
+            lines([f"  unreadable: {shown['read_error']}"])
+        for number, entry in enumerate(shown["entries"], 1):
+            first, *rest = entry.splitlines()
+            lines([f"  {number}. {first}", *(f"     {line}" for line in rest)])
+    return 0
+
+
+def _snapshot(args: argparse.Namespace) -> int:
+    store = _store(args)
+    blocks = {target: store.render_snapshot(target) for target in TARGETS}
+    if args.json:
+        print_json(blocks)
+    else:
+        lines("\n\n".join(block for block in blocks.values() if block is not None).splitlines())
+    return 0
+
+
+def _edit(args: argparse.Namespace, op: MemoryOp) -> int:
+    store = _store(args)
+    try:
+        outcome: MemoryOpOutcome = store.apply(args.target, op)
+    except MemoryOpError as exc:
+        if args.json:
+            print_json({"success": False, "error": str(exc), **exc.details()})
+        raise CliError(str(exc).splitlines()[0]) from exc
+    if args.json:
+        print_json(
+            {
+                "success": True,
+                "target": outcome.target,
+                "usage": outcome.usage,
+                "entry_count": outcome.entry_count,
+                "message": outcome.message,
+            }
+        )
+    else:
+        lines([f"{outcome.message} {outcome.target}: {outcome.entry_count} entries [{outcome.usage}]"])
+    return 0
+
+
+def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
+    """Add ``mnemo memory`` and its subcommands."""
+    group = subparsers.add_parser("memory", parents=[common], help="show and edit the curated memory")
+    actions = group.add_subparsers(dest="memory_command", metavar="ACTION", required=True)
+
+    # Targets are checked by the store, not argparse, so a bad one gets mnemo's one-line reason.
+    target_help = "memory (your agent's notes, default) or user (the user profile)"
+
+    show = actions.add_parser("show", parents=[common], help="list the live entries and usage")
+    show.add_argument("--target", help="only this store: memory or user")
+    show.set_defaults(handler=_show)
+
+    snapshot = actions.add_parser("snapshot", parents=[common], help="print the system-prompt blocks")
+    snapshot.set_defaults(handler=_snapshot)
+
+    add = actions.add_parser("add", parents=[common], help="add an entry")
+    add.add_argument("--target", default="memory", help=target_help)
+    add.add_argument("content", help="the entry text")
+    add.set_defaults(handler=lambda args: _edit(args, Add(args.content)))
+
+    replace = actions.add_parser("replace", parents=[common], help="replace the entry containing OLD")
+    replace.add_argument("--target", default="memory", help=target_help)
+    replace.add_argument("old_text", metavar="OLD", help="a substring of exactly one entry")
+    replace.add_argument("content", metavar="NEW", help="the new entry text")
+    replace.set_defaults(handler=lambda args: _edit(args, Replace(args.old_text, args.content)))
+
+    remove = actions.add_parser("remove", parents=[common], help="remove the entry containing OLD")
+    remove.add_argument("--target", default="memory", help=target_help)
+    remove.add_argument("old_text", metavar="OLD", help="a substring of exactly one entry")
+    remove.set_defaults(handler=lambda args: _edit(args, Remove(args.old_text)))

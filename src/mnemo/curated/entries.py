@@ -1,0 +1,49 @@
+"""The on-disk entry format shared with Hermes Agent: entries joined by ``ENTRY_DELIMITER``.
+
+A file splits only on the full delimiter, so an entry may hold a lone ``§`` or several lines. Parsing
+strips each piece and drops empty ones; joining is the exact inverse for any list of stripped, non-empty
+entries free of the delimiter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+ENTRY_DELIMITER = "\n§\n"
+
+_BOM = "\ufeff"
+
+
+def strip_bom(text: str) -> str:
+    """``text`` without a leading UTF-8 byte-order mark (editors on some systems add one)."""
+    return text[1:] if text.startswith(_BOM) else text
+
+
+def parse_entries(text: str) -> list[str]:
+    """Split file text into entries, in file order, duplicates kept."""
+    pieces = strip_bom(text).split(ENTRY_DELIMITER)
+    return [piece.strip() for piece in pieces if piece.strip()]
+
+
+def join_entries(entries: Iterable[str]) -> str:
+    """The file text for ``entries``."""
+    return ENTRY_DELIMITER.join(entries)
+
+
+def joined_length(entries: Iterable[str]) -> int:
+    """Characters ``entries`` occupy once joined, delimiters included: what the limits count."""
+    return len(join_entries(entries))
+
+
+def dedupe(entries: Iterable[str]) -> list[str]:
+    """``entries`` with repeats dropped, first occurrences kept in order."""
+    return list(dict.fromkeys(entries))
+
+
+def survives_round_trip(text: str) -> bool:
+    """Whether re-joining the parsed ``text`` reproduces it, ignoring whitespace at the ends.
+
+    False means a rewrite would silently reshape what someone put in the file by hand (stray
+    delimiters, padding around entries), which the drift guard refuses to do.
+    """
+    return join_entries(parse_entries(text)) == strip_bom(text).strip()

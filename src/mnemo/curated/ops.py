@@ -1,0 +1,52 @@
+"""The closed set of edits to a curated store, and the outcome of a successful one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Add:
+    """Append ``content`` as a new entry (a no-op success when an identical entry exists)."""
+
+    content: str
+
+
+@dataclass(frozen=True)
+class Replace:
+    """Replace the one entry containing ``old_text`` with ``content``."""
+
+    old_text: str
+    content: str
+
+
+@dataclass(frozen=True)
+class Remove:
+    """Delete the one entry containing ``old_text``."""
+
+    old_text: str
+
+
+MemoryOp = Add | Replace | Remove
+
+
+def usage_text(used_chars: int, char_limit: int) -> str:
+    """``P% — C/L chars``: P truncated and capped at 100, numbers with thousands separators."""
+    percent = min(100, used_chars * 100 // char_limit) if char_limit > 0 else 100
+    return f"{percent}% — {used_chars:,}/{char_limit:,} chars"
+
+
+@dataclass(frozen=True)
+class MemoryOpOutcome:
+    """What a successful ``apply`` left behind."""
+
+    target: str
+    message: str
+    entry_count: int
+    used_chars: int
+    char_limit: int
+
+    @property
+    def usage(self) -> str:
+        """The usage line the model sees, e.g. ``41% — 902/2,200 chars``."""
+        return usage_text(self.used_chars, self.char_limit)

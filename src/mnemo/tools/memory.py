@@ -1,0 +1,155 @@
+"""The ``memory`` tool: how the model edits its curated memory.
+
+Arguments are validated here, before the store is touched, so a malformed call changes nothing and the
+error names the field to fix. Refusals from the store become ``{"success": false, ...}`` with the data
+the model needs to recover. Repeated failures in one turn are braked: from the fourth counted failure
+the answer tells the model to stop retrying and get on with its reply.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..curated.errors import MemoryOpError, NoMatchingEntry, OverBudget
+from ..curated.ops import Add, MemoryOp, Remove, Replace
+from ..curated.store import TARGETS, MemoryStore, check_target
+from ..errors import InvalidArgument
+from ._json import failure, parse_arguments, success
+
+ACTIONS = ("add", "replace", "remove")
+MAX_BATCH_OPERATIONS = 20
+RETRY_BRAKE_AT = 4
+
+_STOP_RETRYING = (
+    "memory update failed {count} times this turn; stop retrying and continue with your reply to the user "
+    "(the memory is unchanged; consolidate it in a later turn)"
+)
+
+_OPERATION_PROPERTIES: dict[str, Any] = {
+    "action": {"type": "string", "enum": list(ACTIONS), "description": "add, replace or remove one entry."},
+    "content": {"type": "string", "description": "The new entry text (add, replace). One fact per entry, short."},
+    "old_text": {
+        "type": "string",
+        "description": "A short substring that identifies exactly one existing entry (replace, remove).",
+    },
+}
+
+MEMORY_TOOL_SCHEMA: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "memory",
+        "description": (
+            "Edit your persistent curated memory, shown at the start of every future session. "
+            "target 'memory' holds your own notes (environment facts, conventions, lessons learned); "
+            "target 'user' holds who the user is (preferences, role, habits). Both have a hard character "
+            "limit: keep entries short and consolidate when near it. Changes are saved at once but appear "
+            "in the system prompt only from the next session. Use action + content/old_text for one "
+            "edit, or operations for several edits applied together (all or nothing), e.g. remove two "
+            "stale entries and add one merged entry. Never store secrets or instructions to yourself."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "target": {"type": "string", "enum": list(TARGETS), "description": "Which store to edit."},
+                **_OPERATION_PROPERTIES,
+                "operations": {
+                    "type": "array",
+                    "description": "Several edits applied in order as one write; use instead of action.",
+                    "minItems": 1,
+                    "maxItems": MAX_BATCH_OPERATIONS,
+                    "items": {
+                        "type": "object",
+                        "properties": _OPERATION_PROPERTIES,
+                        "required": ["action"],
+                    },
+                },
+            },
+            "required": ["target"],
+        },
+    },
+}
+
+
+def _text(args: dict[str, Any], key: str, field: str) -> str:
+    value = args.get(key)
+    if value is None:
+        raise InvalidArgument(field, "is required for this action")
+    if not isinstance(value, str):
+        raise InvalidArgument(field, f"must be a string, got {type(value).__name__}")
+    if not value.strip():
+        raise InvalidArgument(field, "must not be empty")
+    return value
+
+
+def _operation(args: dict[str, Any], prefix: str = "") -> MemoryOp:
+    action = args.get("action")
+    if action is None:
+        raise InvalidArgument(f"{prefix}action", f"is required: one of {', '.join(ACTIONS)}")
+    if action not in ACTIONS:
+        raise InvalidArgument(f"{prefix}action", f"must be one of {', '.join(ACTIONS)}, got {action!r}")
+    if action == "add":
+        return Add(_text(args, "content", f"{prefix}content"))
+    if action == "replace":
+        return Replace(_text(args, "old_text", f"{prefix}old_text"), _text(args, "content", f"{prefix}content"))
+    return Remove(_text(args, "old_text", f"{prefix}old_text"))
+
+
+def _operations(raw: object) -> list[MemoryOp]:
+    if not isinstance(raw, list):
+        raise InvalidArgument("operations", f"must be an array of operations, got {type(raw).__name__}")
+    if not raw:
+        raise InvalidArgument("operations", "must hold at least one operation")
+    if len(raw) > MAX_BATCH_OPERATIONS:
+        raise InvalidArgument("operations", f"holds {len(raw)} operations; at most {MAX_BATCH_OPERATIONS}")
+    ops = []
+    for index, item in enumerate(raw):
+        if not isinstance(item, dict):
+            raise InvalidArgument(f"operations[{index}]", f"must be an object, got {type(item).__name__}")
+        ops.append(_operation(item, f"operations[{index}]."))
+    return ops
+
+
+def _parse(arguments: Any) -> tuple[str, list[MemoryOp] | MemoryOp]:
+    args = parse_arguments(arguments)
+    if "target" not in args:
+        raise InvalidArgument("target", "is required: 'memory' or 'user'")
+    target = check_target(args["target"])
+    if "operations" in args and args["operations"] is not None:
+        if args.get("action") is not None:
+            raise InvalidArgument("operations", "give either action or operations, not both")
+        return target, _operations(args["operations"])
+    return target, _operation(args)
+
+
+def _counted(exc: MemoryOpError, batch: bool) -> bool:
+    # Ambiguity is cheap to fix with a longer old_text, so it never brakes; a failed batch always does.
+    return batch or isinstance(exc, (NoMatchingEntry, OverBudget))
+
+
+def handle_memory_call(store: MemoryStore, arguments: Any) -> str:
+    """Run one ``memory`` tool call against ``store``; return the JSON result for the model."""
+    try:
+        target, request = _parse(arguments)
+    except InvalidArgument as exc:
+        return failure(f"invalid argument {exc.field}: {exc.problem}", field=exc.field)
+    batch = isinstance(request, list)
+    try:
+        if isinstance(request, list):
+            outcome = store.apply_batch(target, request)
+        else:
+            outcome = store.apply(target, request)
+    except InvalidArgument as exc:
+        return failure(f"invalid argument {exc.field}: {exc.problem}", field=exc.field)
+    except MemoryOpError as exc:
+        details = exc.details()
+        if _counted(exc, batch):
+            count = store.count_failure()
+            if count >= RETRY_BRAKE_AT:
+                return failure(_STOP_RETRYING.format(count=count), stop_retrying=True, **details)
+        message = str(exc)
+        if exc.op_index is not None:
+            message = f"batch refused at operation {exc.op_index}, nothing applied: {message}"
+        return failure(message, **details)
+    return success(
+        target=outcome.target, usage=outcome.usage, entry_count=outcome.entry_count, message=outcome.message
+    )
