@@ -1,0 +1,37 @@
+"""Refusals of the memory graph, each carrying what the caller needs to recover."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import InvalidArgument, MnemoError
+
+
+class MemoryNotFound(InvalidArgument):
+    """No memory with this id exists in the graph's scope; ``field`` names the argument that held it."""
+
+    def __init__(self, field: str, memory_id: str) -> None:
+        self.memory_id = memory_id
+        super().__init__(field, f"no memory with id {memory_id!r} in this scope")
+
+
+class BlockedContent(MnemoError):
+    """The threat scan refused the content; ``findings`` say why."""
+
+    def __init__(self, field: str, findings: tuple[Any, ...]) -> None:
+        self.field = field
+        self.findings = findings
+        reasons = "; ".join(_describe(f) for f in findings) or "unsafe content"
+        super().__init__(f"{field}: blocked by the threat scan ({reasons})")
+
+
+class ImportConflict(MnemoError):
+    """An import would overwrite a memory whose content differs from the file's."""
+
+
+def _describe(finding: Any) -> str:
+    for attribute in ("message", "description", "reason", "category"):
+        value = getattr(finding, attribute, None)
+        if value:
+            return str(value)
+    return str(finding)

@@ -1,0 +1,219 @@
+"""A first hybrid recall over the memory graph: full text, vectors, one hop of graph expansion.
+
+Three channels propose candidates within one scope:
+
+* ``fts``: FTS5 BM25 over the memories' text (a natural-language question becomes a ranked OR of its
+  meaningful terms, through the retrieval engine shared with the session archive);
+* ``vector``: cosine similarity of the query's embedding to the stored ones (only when an embedder is
+  set, and only vectors of that same model);
+* ``graph``: from the best seeds, one hop along each edge (either direction), scaled by the relation's
+  multiplier and the edge weight. A seed that is an old version passes its relevance up the ``updates``
+  edge to its successor, which is how recall comes to prefer the newest version.
+
+:func:`score` is the only place the channels, importance and recency are combined, so the fusion can be
+measured and replaced without touching the candidate generation.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..retrieval.query import or_query, parse_query
+from .schema import SELECT_MEMORY, row_to_memory
+from .types import Memory, MemoryType, Relation, Scope
+
+if TYPE_CHECKING:
+    from ..embeddings.protocol import Embedder
+
+# Fusion weights of the first version; the retrieval work of the next wave replaces them by measurement.
+W_FTS = 0.6
+W_VECTOR = 0.4
+HOP_DECAY = 0.5
+RECENCY_HALF_LIFE_DAYS = 30.0
+PRIOR_SHARE = 0.25  # how much of the score importance and recency may move, together
+MIN_VECTOR_SIMILARITY = 0.2  # below this a small model's cosine is noise, not a match
+
+SEEDS = 10
+
+
+@dataclass(frozen=True, slots=True)
+class RecallResult:
+    """One recalled memory, its score, and what found it.
+
+    ``channels`` holds the raw signal of each channel that proposed it (``fts`` and ``vector`` in 0..1,
+    ``graph`` the relevance passed along an edge); ``via`` names the edge for graph finds, as
+    ``(seed_id, relation)``.
+    """
+
+    memory: Memory
+    score: float
+    channels: Mapping[str, float] = field(default_factory=dict)
+    via: tuple[str, str] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready view for tools and the CLI."""
+        found = self.memory.as_dict()
+        found["score"] = round(self.score, 4)
+        found["channels"] = {k: round(v, 4) for k, v in self.channels.items()}
+        if self.via is not None:
+            found["via"] = {"memory": self.via[0], "relation": self.via[1]}
+        return found
+
+
+def score(fts: float, vector: float, graph: float, importance: float, age_days: float) -> float:
+    """The final ranking score of one candidate.
+
+    Relevance is a weighted sum of the channels; importance and recency (exponential decay) then scale
+    it within ``PRIOR_SHARE``, so they reorder near-ties but never lift an irrelevant memory.
+    """
+    relevance = W_FTS * fts + W_VECTOR * vector + graph
+    recency = 0.5 ** (max(age_days, 0.0) / RECENCY_HALF_LIFE_DAYS)
+    prior = 0.6 * importance + 0.4 * recency
+    return relevance * ((1.0 - PRIOR_SHARE) + PRIOR_SHARE * prior)
+
+
+def _seed_relevance(fts: float, vector: float) -> float:
+    return W_FTS * fts + W_VECTOR * vector
+
+
+def match_expression(query: str) -> str:
+    """The FTS5 expression recall runs for ``query``: operators the user typed are kept, otherwise a ranked
+    OR of the meaningful terms (every word need not appear in a memory for it to be relevant)."""
+    parsed = parse_query(query)
+    if parsed.explicit or not parsed.terms:
+        return parsed.strict
+    return or_query(parsed.terms)
+
+
+def _fts_candidates(
+    conn: sqlite3.Connection, scope: Scope, query: str, alive: str, count: int
+) -> dict[str, float]:
+    expression = match_expression(query)
+    if not expression:
+        return {}
+    rows = conn.execute(
+        "SELECT m.id, bm25(graph_memories_fts) AS rank FROM graph_memories_fts"
+        " JOIN graph_memories m ON m.seq = graph_memories_fts.rowid"
+        f" WHERE graph_memories_fts MATCH ? AND m.user_id = ? AND m.agent_id = ? AND m.channel_id = ?{alive}"
+        " ORDER BY rank LIMIT ?",
+        (expression, scope.user_id, scope.agent_id, scope.channel_id, count),
+    ).fetchall()
+    if not rows:
+        return {}
+    # bm25() is negative, better when lower; scale to the best match so the channel lies in (0, 1].
+    best = -rows[0][1]
+    if best <= 0:
+        return {r[0]: 1.0 for r in rows}
+    return {r[0]: max(-r[1], 0.0) / best for r in rows}
+
+
+def _vector_candidates(
+    conn: sqlite3.Connection, scope: Scope, query: str, embedder: Embedder, alive: str, count: int
+) -> dict[str, float]:
+    if not query.strip():
+        return {}
+    rows = conn.execute(
+        "SELECT v.memory_id, v.vector FROM graph_vectors v JOIN graph_memories m ON m.id = v.memory_id"
+        f" WHERE m.user_id = ? AND m.agent_id = ? AND m.channel_id = ?{alive} AND v.model = ? AND v.dim = ?",
+        (scope.user_id, scope.agent_id, scope.channel_id, embedder.name, embedder.dim),
+    ).fetchall()
+    if not rows:
+        return {}
+    matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), embedder.dim)
+    probe = np.asarray(embedder.embed([query]), dtype=np.float32).reshape(embedder.dim)
+    similarities = matrix @ probe
+    top = np.argsort(-similarities)[:count]
+    return {
+        rows[i][0]: float(similarities[i]) for i in top if similarities[i] >= MIN_VECTOR_SIMILARITY
+    }
+
+
+def _expand(
+    conn: sqlite3.Connection, seeds: dict[str, float], alive: str
+) -> dict[str, tuple[float, tuple[str, str]]]:
+    """Best relevance reaching each neighbour of ``seeds`` in one hop, and the edge it came by."""
+    if not seeds:
+        return {}
+    marks = ", ".join("?" * len(seeds))
+    ids = list(seeds)
+    # Neighbours inherit the seed's scope through its edges (edges never cross scopes); forgotten
+    # neighbours are filtered here so they cannot be revived through the graph.
+    rows = conn.execute(
+        "SELECT a.source_id AS seed, a.target_id AS other, a.relation, a.weight FROM graph_associations a"
+        f" JOIN graph_memories m ON m.id = a.target_id WHERE a.source_id IN ({marks}){alive}"
+        " UNION ALL "
+        "SELECT a.target_id AS seed, a.source_id AS other, a.relation, a.weight FROM graph_associations a"
+        f" JOIN graph_memories m ON m.id = a.source_id WHERE a.target_id IN ({marks}){alive}",
+        (*ids, *ids),
+    ).fetchall()
+    reached: dict[str, tuple[float, tuple[str, str]]] = {}
+    for seed, other, relation, weight in rows:
+        signal = seeds[seed] * Relation(relation).multiplier * weight * HOP_DECAY
+        if signal > reached.get(other, (0.0, ("", "")))[0]:
+            reached[other] = (signal, (seed, relation))
+    return reached
+
+
+def search(
+    conn: sqlite3.Connection,
+    scope: Scope,
+    query: str,
+    *,
+    embedder: Embedder | None,
+    limit: int,
+    types: frozenset[MemoryType] | None,
+    window: tuple[float | None, float | None],
+    include_superseded: bool,
+    include_forgotten: bool,
+    now: float,
+) -> list[RecallResult]:
+    """Run the three channels and rank; the caller holds the connection's lock."""
+    alive = "" if include_forgotten else " AND m.forgotten = 0"
+    # Filters apply to results, not seeds: an old version or an off-type memory can still lead to a match.
+    pool = max(limit * 5, 50)
+    fts = _fts_candidates(conn, scope, query, alive, pool)
+    vector = _vector_candidates(conn, scope, query, embedder, alive, pool) if embedder is not None else {}
+    base = {i: _seed_relevance(fts.get(i, 0.0), vector.get(i, 0.0)) for i in fts.keys() | vector.keys()}
+    seeds = dict(sorted(base.items(), key=lambda kv: kv[1], reverse=True)[:SEEDS])
+    graph = _expand(conn, seeds, alive)
+
+    candidates = list(base.keys() | graph.keys())
+    if not candidates:
+        return []
+    rows = []
+    for start in range(0, len(candidates), 500):  # stay under SQLite's bound-parameter limit
+        chunk = candidates[start : start + 500]
+        rows += conn.execute(f"{SELECT_MEMORY} WHERE m.id IN ({', '.join('?' * len(chunk))})", chunk).fetchall()
+    since, until = window
+    results = []
+    for row in rows:
+        memory = row_to_memory(row)
+        if memory.scope != scope:
+            continue
+        if memory.superseded and not include_superseded:
+            continue
+        if types is not None and memory.type not in types:
+            continue
+        if (since is not None and memory.created_at < since) or (until is not None and memory.created_at > until):
+            continue
+        channels = {}
+        if memory.id in fts:
+            channels["fts"] = fts[memory.id]
+        if memory.id in vector:
+            channels["vector"] = vector[memory.id]
+        via = None
+        if memory.id in graph:
+            channels["graph"], via = graph[memory.id]
+        age_days = (now - memory.updated_at) / 86_400.0
+        value = score(channels.get("fts", 0.0), channels.get("vector", 0.0), channels.get("graph", 0.0),
+                      memory.importance, age_days)  # fmt: skip
+        if value > 0 and math.isfinite(value):
+            results.append(RecallResult(memory, value, channels, via if "graph" in channels else None))
+    results.sort(key=lambda r: (-r.score, -r.memory.created_at))
+    return results[:limit]

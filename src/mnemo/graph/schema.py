@@ -1,0 +1,116 @@
+"""The memory graph's tables in ``state.db`` (all prefixed ``graph_``), migrated forward only.
+
+Memories have an integer ``seq`` as their rowid so the external-content FTS index keeps pointing at the
+right rows across ``VACUUM``. Whether a memory is superseded is never stored: it is derived from the
+``updates`` edges, so an edge and the flag it implies cannot disagree.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from .. import _db
+from .types import Memory, MemoryType, Scope
+
+COMPONENT = "graph"
+
+_V1 = """
+CREATE TABLE graph_memories (
+    seq INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    content TEXT NOT NULL,
+    type TEXT NOT NULL,
+    importance REAL NOT NULL CHECK (importance >= 0 AND importance <= 1),
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    last_accessed_at REAL,
+    access_count INTEGER NOT NULL DEFAULT 0,
+    source TEXT NOT NULL DEFAULT '',
+    user_id TEXT NOT NULL DEFAULT '',
+    agent_id TEXT NOT NULL DEFAULT '',
+    channel_id TEXT NOT NULL DEFAULT '',
+    forgotten INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX graph_memories_scope ON graph_memories (user_id, agent_id, channel_id, created_at);
+CREATE INDEX graph_memories_source ON graph_memories (source);
+
+CREATE TABLE graph_associations (
+    source_id TEXT NOT NULL REFERENCES graph_memories (id) ON DELETE CASCADE,
+    target_id TEXT NOT NULL REFERENCES graph_memories (id) ON DELETE CASCADE,
+    relation TEXT NOT NULL,
+    weight REAL NOT NULL CHECK (weight >= 0 AND weight <= 1),
+    created_at REAL NOT NULL,
+    PRIMARY KEY (source_id, target_id, relation)
+);
+CREATE INDEX graph_associations_target ON graph_associations (target_id, relation);
+
+CREATE VIRTUAL TABLE graph_memories_fts USING fts5 (
+    content, content='graph_memories', content_rowid='seq', tokenize='porter unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER graph_memories_fts_insert AFTER INSERT ON graph_memories BEGIN
+    INSERT INTO graph_memories_fts (rowid, content) VALUES (new.seq, new.content);
+END;
+CREATE TRIGGER graph_memories_fts_delete AFTER DELETE ON graph_memories BEGIN
+    INSERT INTO graph_memories_fts (graph_memories_fts, rowid, content) VALUES ('delete', old.seq, old.content);
+END;
+CREATE TRIGGER graph_memories_fts_update AFTER UPDATE OF content ON graph_memories BEGIN
+    INSERT INTO graph_memories_fts (graph_memories_fts, rowid, content) VALUES ('delete', old.seq, old.content);
+    INSERT INTO graph_memories_fts (rowid, content) VALUES (new.seq, new.content);
+END;
+
+CREATE TABLE graph_vectors (
+    memory_id TEXT PRIMARY KEY REFERENCES graph_memories (id) ON DELETE CASCADE,
+    model TEXT NOT NULL,
+    dim INTEGER NOT NULL,
+    vector BLOB NOT NULL
+);
+
+CREATE TABLE graph_meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+"""
+
+MIGRATIONS: tuple[_db.Migration, ...] = (_V1,)
+
+
+def ensure_schema(conn: sqlite3.Connection) -> int:
+    """Create or upgrade the graph's tables; returns the schema version in force."""
+    return _db.migrate(conn, COMPONENT, MIGRATIONS)
+
+
+_COLUMNS = (
+    "m.id, m.content, m.type, m.importance, m.created_at, m.updated_at, m.last_accessed_at,"
+    " m.access_count, m.source, m.user_id, m.agent_id, m.channel_id, m.forgotten"
+)
+# Newest superseding version first, so a branch in the chain resolves to the latest write.
+_SUPERSEDED_BY = (
+    "(SELECT a.source_id FROM graph_associations a JOIN graph_memories s ON s.id = a.source_id"
+    " WHERE a.target_id = m.id AND a.relation = 'updates'"
+    " ORDER BY s.created_at DESC, s.seq DESC LIMIT 1) AS superseded_by"
+)
+SELECT_MEMORY = f"SELECT {_COLUMNS}, {_SUPERSEDED_BY} FROM graph_memories m"
+SCOPE_CLAUSE = "m.user_id = ? AND m.agent_id = ? AND m.channel_id = ?"
+
+
+def scope_params(scope: Scope) -> tuple[str, str, str]:
+    """The bind values for :data:`SCOPE_CLAUSE`."""
+    return (scope.user_id, scope.agent_id, scope.channel_id)
+
+
+def row_to_memory(row: sqlite3.Row) -> Memory:
+    """A row selected with :data:`SELECT_MEMORY` as a :class:`Memory`."""
+    return Memory(
+        id=row["id"],
+        content=row["content"],
+        type=MemoryType(row["type"]),
+        importance=row["importance"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        last_accessed_at=row["last_accessed_at"],
+        access_count=row["access_count"],
+        source=row["source"],
+        scope=Scope(row["user_id"], row["agent_id"], row["channel_id"]),
+        forgotten=bool(row["forgotten"]),
+        superseded_by=row["superseded_by"],
+    )

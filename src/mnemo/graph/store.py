@@ -1,0 +1,634 @@
+"""The memory graph store: typed memories and their associations in ``state.db``.
+
+Every write is one ``BEGIN IMMEDIATE`` transaction (see :mod:`mnemo._db`), so several processes can
+share the database without losing each other's memories; the FTS index is kept in step by triggers, so
+a memory is full-text searchable the moment its write commits. Embedding is deferred: vectors are
+computed in batches (at the next recall, or by :meth:`MemoryGraph.embed_pending`) and stored with the
+model's name and dimension, so a change of model re-embeds instead of mixing vector spaces.
+
+Nothing is hard-deleted through the normal API: :meth:`~MemoryGraph.forget` keeps the row and
+replacing keeps the old version behind an ``updates`` edge. :meth:`~MemoryGraph.purge` is the separate,
+explicit way to really delete.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .. import _db
+from ..errors import InvalidArgument
+from . import recall as _recall
+from .errors import BlockedContent, ImportConflict, MemoryNotFound
+from .schema import SCOPE_CLAUSE, SELECT_MEMORY, ensure_schema, row_to_memory, scope_params
+from .types import (
+    Association,
+    Memory,
+    MemoryType,
+    Relation,
+    Scope,
+    parse_memory_type,
+    parse_relation,
+    parse_unit_interval,
+)
+
+if TYPE_CHECKING:
+    from ..embeddings.protocol import Embedder
+
+log = logging.getLogger("mnemo.graph")
+
+MAX_CONTENT_CHARS = 4_000
+# Bounds the work a recall may do to catch up on pending embeddings; the rest waits for the next recall
+# or embed_pending(). Unembedded memories are still found by full text, so this only delays, never loses.
+EMBED_PER_RECALL = 256
+EMBED_BATCH = 64
+
+
+Link = tuple[str, "Relation | str"] | tuple[str, "Relation | str", float]
+"""``(target_id, relation[, weight])``: an edge from a memory being written to an existing one."""
+
+
+@dataclass(frozen=True, slots=True)
+class RestoreCounts:
+    """What :meth:`MemoryGraph.restore` did."""
+
+    memories_added: int
+    memories_updated: int
+    associations: int
+
+
+def _new_id() -> str:
+    return uuid.uuid4().hex[:16]
+
+
+def _scan(text: str) -> tuple[Any, ...]:
+    from ..safety.scan import scan
+
+    return tuple(scan(text))
+
+
+def parse_time(value: Any, field: str) -> float | None:
+    """A time filter as Unix seconds: a number, a ``datetime``, or an ISO 8601 date/time string."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value.timestamp()
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise InvalidArgument(field, f"not an ISO 8601 date or time: {value!r}") from None
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=timezone.utc)
+        return parsed.timestamp()
+    raise InvalidArgument(field, f"must be an ISO 8601 date string, got {type(value).__name__}")
+
+
+class MemoryGraph:
+    """Typed memories with importance, timestamps, typed associations and hybrid recall.
+
+    ``database`` is a path to ``state.db`` (opened and owned here) or an open connection (borrowed:
+    :meth:`close` leaves it open). Every read and write is confined to ``scope``. With
+    ``embedder=None`` recall uses full text and the graph only, and is still complete.
+    """
+
+    def __init__(
+        self,
+        database: str | Path | sqlite3.Connection,
+        *,
+        scope: Scope | None = None,
+        embedder: Embedder | None = None,
+        max_content_chars: int = MAX_CONTENT_CHARS,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if isinstance(database, sqlite3.Connection):
+            self._conn = database
+            self._owns_connection = False
+        else:
+            self._conn = _db.connect(database)
+            self._owns_connection = True
+        self.scope = scope if scope is not None else Scope()
+        self.embedder = embedder
+        self.max_content_chars = max_content_chars
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._closed = False
+        ensure_schema(self._conn)
+
+    # ----------------------------------------------------------------- lifecycle
+
+    def close(self) -> None:
+        """Close the connection if this graph opened it; idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            if self._owns_connection:
+                self._conn.close()
+
+    def __enter__(self) -> MemoryGraph:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._lock, _db.write_transaction(self._conn) as conn:
+            yield conn
+
+    def with_scope(self, scope: Scope) -> MemoryGraph:
+        """Another view of the same database confined to ``scope`` (shares this graph's connection)."""
+        return MemoryGraph(
+            self._conn, scope=scope, embedder=self.embedder, max_content_chars=self.max_content_chars, clock=self._clock
+        )
+
+    # ----------------------------------------------------------------- validation
+
+    def check_content(self, content: Any, field: str = "content") -> str:
+        """``content`` stripped, or a refusal naming ``field``: wrong type, empty, undecodable, too long,
+        or blocked by the threat scan."""
+        if not isinstance(content, str):
+            raise InvalidArgument(field, f"must be a string, got {type(content).__name__}")
+        text = content.strip()
+        if not text:
+            raise InvalidArgument(field, "must not be empty")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidArgument(field, "is not valid UTF-8 text") from None
+        if "\x00" in text:
+            raise InvalidArgument(field, "must not contain NUL characters")
+        if len(text) > self.max_content_chars:
+            raise InvalidArgument(field, f"is {len(text):,} characters; the limit is {self.max_content_chars:,}")
+        findings = _scan(text)
+        if findings:
+            raise BlockedContent(field, findings)
+        return text
+
+    @staticmethod
+    def _check_id(value: Any, field: str) -> str:
+        if not isinstance(value, str) or not value.strip():
+            raise InvalidArgument(field, "must be a non-empty memory id string")
+        return value.strip()
+
+    @staticmethod
+    def _check_source(value: Any) -> str:
+        if not isinstance(value, str):
+            raise InvalidArgument("source", f"must be a string, got {type(value).__name__}")
+        return value
+
+    def _parse_links(self, links: Iterable[Any]) -> list[tuple[str, Relation, float]]:
+        parsed = []
+        for index, link in enumerate(links):
+            field = f"relations[{index}]"
+            if not isinstance(link, (tuple, list)) or len(link) not in (2, 3):
+                raise InvalidArgument(field, "must be (target_id, relation) or (target_id, relation, weight)")
+            target = self._check_id(link[0], f"{field}.target_id")
+            relation = parse_relation(link[1], f"{field}.relation")
+            weight = parse_unit_interval(link[2], f"{field}.weight") if len(link) == 3 else 1.0
+            parsed.append((target, relation, weight))
+        return parsed
+
+    # ----------------------------------------------------------------- reads
+
+    def _fetch(self, memory_id: str) -> Memory | None:
+        row = self._conn.execute(
+            f"{SELECT_MEMORY} WHERE m.id = ? AND {SCOPE_CLAUSE}", (memory_id, *scope_params(self.scope))
+        ).fetchone()
+        return row_to_memory(row) if row else None
+
+    def get(self, memory_id: Any, *, field: str = "id") -> Memory:
+        """The memory ``memory_id`` in this scope, or :class:`MemoryNotFound` naming ``field``."""
+        memory_id = self._check_id(memory_id, field)
+        with self._lock:
+            memory = self._fetch(memory_id)
+        if memory is None:
+            raise MemoryNotFound(field, memory_id)
+        return memory
+
+    def memories(
+        self,
+        *,
+        types: Iterable[MemoryType | str] | None = None,
+        include_forgotten: bool = False,
+        include_superseded: bool = True,
+        all_scopes: bool = False,
+    ) -> list[Memory]:
+        """Memories oldest first, optionally filtered; ``all_scopes`` is for whole-database exports."""
+        clauses, params = [], []
+        if not all_scopes:
+            clauses.append(SCOPE_CLAUSE)
+            params.extend(scope_params(self.scope))
+        if not include_forgotten:
+            clauses.append("m.forgotten = 0")
+        if types is not None:
+            wanted = sorted({parse_memory_type(t, "types").value for t in types})
+            clauses.append(f"m.type IN ({', '.join('?' * len(wanted))})")
+            params.extend(wanted)
+        where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+        with self._lock:
+            rows = self._conn.execute(f"{SELECT_MEMORY}{where} ORDER BY m.created_at, m.seq", params).fetchall()
+        found = [row_to_memory(r) for r in rows]
+        return found if include_superseded else [m for m in found if not m.superseded]
+
+    def associations(self, memory_id: str | None = None, *, all_scopes: bool = False) -> list[Association]:
+        """Edges touching ``memory_id`` (either end), or every edge of the scope."""
+        sql = (
+            "SELECT a.source_id, a.target_id, a.relation, a.weight, a.created_at FROM graph_associations a"
+            " JOIN graph_memories m ON m.id = a.source_id"
+        )
+        clauses, params = [], []
+        if not all_scopes:
+            clauses.append(SCOPE_CLAUSE)
+            params.extend(scope_params(self.scope))
+        if memory_id is not None:
+            clauses.append("(a.source_id = ? OR a.target_id = ?)")
+            params.extend([memory_id, memory_id])
+        where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+        with self._lock:
+            rows = self._conn.execute(f"{sql}{where} ORDER BY a.created_at, a.source_id, a.target_id", params).fetchall()
+        return [Association(r[0], r[1], Relation(r[2]), r[3], r[4]) for r in rows]
+
+    def history(self, memory_id: Any) -> list[Memory]:
+        """The supersession chain ``memory_id`` belongs to, newest version first."""
+        start = self.get(memory_id)
+        head, seen = start, {start.id}
+        while head.superseded_by is not None and head.superseded_by not in seen:
+            seen.add(head.superseded_by)
+            head = self.get(head.superseded_by)
+        chain, visited = [head], {head.id}
+        with self._lock:
+            while True:
+                row = self._conn.execute(
+                    "SELECT a.target_id FROM graph_associations a JOIN graph_memories t ON t.id = a.target_id"
+                    " WHERE a.source_id = ? AND a.relation = 'updates' ORDER BY t.created_at DESC, t.seq DESC",
+                    (chain[-1].id,),
+                ).fetchone()
+                if row is None or row[0] in visited:
+                    return chain
+                visited.add(row[0])
+                older = self._fetch(row[0])
+                if older is None:
+                    return chain
+                chain.append(older)
+
+    def stats(self) -> dict[str, Any]:
+        """Counts for this scope: memories by type, forgotten, superseded, edges by relation, vectors."""
+        params = scope_params(self.scope)
+        with self._lock:
+            by_type = dict(
+                self._conn.execute(
+                    f"SELECT m.type, COUNT(*) FROM graph_memories m WHERE {SCOPE_CLAUSE} AND m.forgotten = 0"
+                    " GROUP BY m.type ORDER BY m.type",
+                    params,
+                ).fetchall()
+            )
+            forgotten = self._conn.execute(
+                f"SELECT COUNT(*) FROM graph_memories m WHERE {SCOPE_CLAUSE} AND m.forgotten = 1", params
+            ).fetchone()[0]
+            superseded = self._conn.execute(
+                f"SELECT COUNT(*) FROM graph_memories m WHERE {SCOPE_CLAUSE} AND EXISTS (SELECT 1 FROM"
+                " graph_associations a WHERE a.target_id = m.id AND a.relation = 'updates')",
+                params,
+            ).fetchone()[0]
+            edges = dict(
+                self._conn.execute(
+                    "SELECT a.relation, COUNT(*) FROM graph_associations a JOIN graph_memories m ON m.id = a.source_id"
+                    f" WHERE {SCOPE_CLAUSE} GROUP BY a.relation ORDER BY a.relation",
+                    params,
+                ).fetchall()
+            )
+            embedded = 0
+            if self.embedder is not None:
+                embedded = self._conn.execute(
+                    "SELECT COUNT(*) FROM graph_vectors v JOIN graph_memories m ON m.id = v.memory_id"
+                    f" WHERE {SCOPE_CLAUSE} AND v.model = ? AND v.dim = ?",
+                    (*params, self.embedder.name, self.embedder.dim),
+                ).fetchone()[0]
+        total = self._conn.execute(f"SELECT COUNT(*) FROM graph_memories m WHERE {SCOPE_CLAUSE}", params).fetchone()[0]
+        return {
+            "memories": total,
+            "active": sum(by_type.values()),
+            "by_type": by_type,
+            "forgotten": forgotten,
+            "superseded": superseded,
+            "associations": sum(edges.values()),
+            "by_relation": edges,
+            "embedder": None if self.embedder is None else {"name": self.embedder.name, "dim": self.embedder.dim},
+            "embedded": embedded,
+            "pending_embeddings": (total - embedded) if self.embedder is not None else None,
+        }
+
+    # ----------------------------------------------------------------- writes
+
+    def _require(self, conn: sqlite3.Connection, memory_id: str, field: str) -> Memory:
+        row = conn.execute(
+            f"{SELECT_MEMORY} WHERE m.id = ? AND {SCOPE_CLAUSE}", (memory_id, *scope_params(self.scope))
+        ).fetchone()
+        if row is None:
+            raise MemoryNotFound(field, memory_id)
+        return row_to_memory(row)
+
+    def _insert(
+        self, conn: sqlite3.Connection, content: str, memory_type: MemoryType, importance: float, source: str
+    ) -> str:
+        memory_id, now = _new_id(), self._clock()
+        conn.execute(
+            "INSERT INTO graph_memories (id, content, type, importance, created_at, updated_at, source,"
+            " user_id, agent_id, channel_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (memory_id, content, memory_type.value, importance, now, now, source, *scope_params(self.scope)),
+        )
+        return memory_id
+
+    def _link(self, conn: sqlite3.Connection, source_id: str, target_id: str, relation: Relation, weight: float) -> None:
+        if relation is Relation.UPDATES and self._reaches_by_updates(conn, target_id, source_id):
+            raise InvalidArgument("relation", f"{target_id!r} already descends from {source_id!r}; an updates cycle")
+        conn.execute(
+            "INSERT INTO graph_associations (source_id, target_id, relation, weight, created_at)"
+            " VALUES (?, ?, ?, ?, ?) ON CONFLICT (source_id, target_id, relation) DO UPDATE SET weight = excluded.weight",
+            (source_id, target_id, relation.value, weight, self._clock()),
+        )
+
+    @staticmethod
+    def _reaches_by_updates(conn: sqlite3.Connection, start: str, goal: str) -> bool:
+        frontier, seen = [start], {start}
+        while frontier:
+            current = frontier.pop()
+            if current == goal:
+                return True
+            for (target,) in conn.execute(
+                "SELECT target_id FROM graph_associations WHERE source_id = ? AND relation = 'updates'", (current,)
+            ):
+                if target not in seen:
+                    seen.add(target)
+                    frontier.append(target)
+        return False
+
+    def remember(
+        self,
+        content: Any,
+        memory_type: MemoryType | str = MemoryType.FACT,
+        *,
+        importance: float | None = None,
+        source: str = "",
+        relations: Iterable[Any] = (),
+    ) -> Memory:
+        """Store a new memory (importance defaults to its type's) with optional edges to existing ones.
+
+        An ``updates`` relation marks its target superseded, exactly as :meth:`replace` does.
+        """
+        text = self.check_content(content)
+        kind = parse_memory_type(memory_type)
+        level = kind.default_importance if importance is None else parse_unit_interval(importance, "importance")
+        source = self._check_source(source)
+        links = self._parse_links(relations)
+        with self._write() as conn:
+            for index, (target, _, _) in enumerate(links):
+                self._require(conn, target, f"relations[{index}].target_id")
+            memory_id = self._insert(conn, text, kind, level, source)
+            for target, relation, weight in links:
+                self._link(conn, memory_id, target, relation, weight)
+        return self.get(memory_id)
+
+    def replace(
+        self,
+        old_id: Any,
+        content: Any,
+        *,
+        memory_type: MemoryType | str | None = None,
+        importance: float | None = None,
+        source: str | None = None,
+    ) -> Memory:
+        """Supersede ``old_id`` with a new memory linked to it by an ``updates`` edge; the old one stays
+        as history. Type, importance and source default to the old memory's."""
+        old_id = self._check_id(old_id, "id")
+        text = self.check_content(content)
+        kind = None if memory_type is None else parse_memory_type(memory_type)
+        given_importance = None if importance is None else parse_unit_interval(importance, "importance")
+        if source is not None:
+            source = self._check_source(source)
+        with self._write() as conn:
+            old = self._require(conn, old_id, "id")
+            if old.superseded_by is not None:
+                raise InvalidArgument("id", f"{old_id!r} is already superseded by {old.superseded_by!r}; replace that one")
+            new_kind = kind or old.type
+            if given_importance is not None:
+                new_importance = given_importance
+            else:
+                new_importance = old.importance if new_kind is old.type else new_kind.default_importance
+            memory_id = self._insert(conn, text, new_kind, new_importance, old.source if source is None else source)
+            self._link(conn, memory_id, old.id, Relation.UPDATES, 1.0)
+        return self.get(memory_id)
+
+    def relate(self, source_id: Any, target_id: Any, relation: Relation | str, weight: Any = 1.0) -> Association:
+        """Add or re-weight the edge ``source --relation--> target`` (unique per the three)."""
+        source_id = self._check_id(source_id, "source_id")
+        target_id = self._check_id(target_id, "target_id")
+        kind = parse_relation(relation)
+        weight = parse_unit_interval(weight, "weight")
+        if source_id == target_id:
+            raise InvalidArgument("target_id", "must differ from source_id")
+        with self._write() as conn:
+            self._require(conn, source_id, "source_id")
+            self._require(conn, target_id, "target_id")
+            self._link(conn, source_id, target_id, kind, weight)
+            row = conn.execute(
+                "SELECT weight, created_at FROM graph_associations WHERE source_id = ? AND target_id = ? AND relation = ?",
+                (source_id, target_id, kind.value),
+            ).fetchone()
+        return Association(source_id, target_id, kind, row[0], row[1])
+
+    def forget(self, memory_id: Any) -> Memory:
+        """Hide a memory from recall; the row and its edges stay (idempotent)."""
+        memory_id = self._check_id(memory_id, "id")
+        with self._write() as conn:
+            self._require(conn, memory_id, "id")
+            conn.execute(
+                "UPDATE graph_memories SET forgotten = 1, updated_at = ? WHERE id = ? AND forgotten = 0",
+                (self._clock(), memory_id),
+            )
+        return self.get(memory_id)
+
+    def purge(self, memory_ids: Iterable[Any]) -> int:
+        """Really delete memories, with their edges, vectors and full-text entries. User-initiated only:
+        agents forget. All ids must exist in this scope, or nothing is deleted."""
+        ids = [self._check_id(i, "ids") for i in memory_ids]
+        if not ids:
+            return 0
+        with self._lock:
+            # Zero freed pages so purged text does not linger in the file.
+            self._conn.execute("PRAGMA secure_delete = ON")
+            try:
+                with _db.write_transaction(self._conn) as conn:
+                    for memory_id in ids:
+                        self._require(conn, memory_id, "ids")
+                    conn.executemany("DELETE FROM graph_memories WHERE id = ?", [(i,) for i in ids])
+                    # The index keeps deleted tokens in old segments until a merge; force it.
+                    conn.execute("INSERT INTO graph_memories_fts (graph_memories_fts) VALUES ('optimize')")
+            finally:
+                self._conn.execute("PRAGMA secure_delete = OFF")
+        return len(set(ids))
+
+    def touch(self, memory_ids: Sequence[str]) -> None:
+        """Record that these memories were just recalled (last-accessed time and access count)."""
+        if not memory_ids:
+            return
+        now = self._clock()
+        with self._write() as conn:
+            conn.executemany(
+                "UPDATE graph_memories SET last_accessed_at = ?, access_count = access_count + 1 WHERE id = ?",
+                [(now, i) for i in memory_ids],
+            )
+
+    def restore(self, memories: Sequence[Memory], associations: Sequence[Association]) -> RestoreCounts:
+        """Write exported records back exactly (ids, times, scopes, flags, edges), all or nothing.
+
+        Re-importing the same records changes nothing. A record whose id exists with different content or
+        in another scope is a conflict: the whole import is refused.
+        """
+        for index, memory in enumerate(memories):
+            self.check_content(memory.content, f"memories[{index}].content")
+        known = {m.id for m in memories}
+        added = updated = 0
+        with self._write() as conn:
+            for index, memory in enumerate(memories):
+                row = conn.execute(
+                    "SELECT content, user_id, agent_id, channel_id FROM graph_memories WHERE id = ?", (memory.id,)
+                ).fetchone()
+                values = (
+                    memory.content, memory.type.value, memory.importance, memory.created_at, memory.updated_at,
+                    memory.last_accessed_at, memory.access_count, memory.source, *scope_params(memory.scope),
+                    int(memory.forgotten), memory.id,
+                )  # fmt: skip
+                if row is None:
+                    conn.execute(
+                        "INSERT INTO graph_memories (content, type, importance, created_at, updated_at, last_accessed_at,"
+                        " access_count, source, user_id, agent_id, channel_id, forgotten, id)"
+                        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        values,
+                    )
+                    added += 1
+                    continue
+                if row[0] != memory.content or tuple(row[1:]) != scope_params(memory.scope):
+                    raise ImportConflict(
+                        f"memories[{index}]: id {memory.id!r} already holds a different memory; nothing was imported"
+                    )
+                changed = conn.execute(
+                    "UPDATE graph_memories SET content = ?, type = ?, importance = ?, created_at = ?, updated_at = ?,"
+                    " last_accessed_at = ?, access_count = ?, source = ?, user_id = ?, agent_id = ?, channel_id = ?,"
+                    " forgotten = ? WHERE id = ? AND NOT (type IS ? AND importance IS ? AND created_at IS ?"
+                    " AND updated_at IS ? AND last_accessed_at IS ? AND access_count IS ? AND source IS ?"
+                    " AND forgotten IS ?)",
+                    (*values, *values[1:8], values[11]),
+                ).rowcount
+                updated += changed
+            for index, edge in enumerate(associations):
+                for end, field in ((edge.source_id, "source"), (edge.target_id, "target")):
+                    if end not in known and conn.execute(
+                        "SELECT 1 FROM graph_memories WHERE id = ?", (end,)
+                    ).fetchone() is None:
+                        raise MemoryNotFound(f"associations[{index}].{field}", end)
+                conn.execute(
+                    "INSERT INTO graph_associations (source_id, target_id, relation, weight, created_at)"
+                    " VALUES (?, ?, ?, ?, ?) ON CONFLICT (source_id, target_id, relation)"
+                    " DO UPDATE SET weight = excluded.weight, created_at = excluded.created_at",
+                    (edge.source_id, edge.target_id, edge.relation.value, edge.weight, edge.created_at),
+                )
+        return RestoreCounts(added, updated, len(associations))
+
+    # ----------------------------------------------------------------- embeddings
+
+    def embed_pending(self, limit: int | None = None, *, batch_size: int = EMBED_BATCH) -> int:
+        """Embed memories of this scope that have no vector from the current model (new ones, or all of
+        them after a model change), in batches; returns how many were embedded."""
+        embedder = self.embedder
+        if embedder is None:
+            return 0
+        done = 0
+        while limit is None or done < limit:
+            want = batch_size if limit is None else min(batch_size, limit - done)
+            with self._lock:
+                rows = self._conn.execute(
+                    "SELECT m.id, m.content FROM graph_memories m LEFT JOIN graph_vectors v ON v.memory_id = m.id"
+                    f" WHERE {SCOPE_CLAUSE} AND (v.memory_id IS NULL OR v.model != ? OR v.dim != ?)"
+                    " ORDER BY m.seq LIMIT ?",
+                    (*scope_params(self.scope), embedder.name, embedder.dim, want),
+                ).fetchall()
+            if not rows:
+                break
+            vectors = np.asarray(embedder.embed([r[1] for r in rows]), dtype=np.float32)
+            if vectors.shape != (len(rows), embedder.dim):
+                raise ValueError(
+                    f"embedder {embedder.name!r} returned shape {vectors.shape}, expected {(len(rows), embedder.dim)}"
+                )
+            with self._write() as conn:
+                # A memory purged meanwhile must not get an orphan vector.
+                conn.executemany(
+                    "INSERT OR REPLACE INTO graph_vectors (memory_id, model, dim, vector)"
+                    " SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM graph_memories WHERE id = ?)",
+                    [(r[0], embedder.name, embedder.dim, v.tobytes(), r[0]) for r, v in zip(rows, vectors)],
+                )
+            done += len(rows)
+        return done
+
+    def flush(self) -> None:
+        """Finish deferred work (pending embeddings)."""
+        self.embed_pending()
+
+    # ----------------------------------------------------------------- recall
+
+    def recall(
+        self,
+        query: Any,
+        *,
+        limit: int = 10,
+        types: Iterable[MemoryType | str] | None = None,
+        since: Any = None,
+        until: Any = None,
+        include_superseded: bool = False,
+        include_forgotten: bool = False,
+        touch: bool = True,
+    ) -> list[_recall.RecallResult]:
+        """The memories most relevant to ``query``, best first, with the channels that found each.
+
+        Superseded and forgotten memories are left out unless asked for; ``types`` and the
+        ``since``/``until`` window (on creation time) filter the results, not the seeds.
+        """
+        if not isinstance(query, str):
+            raise InvalidArgument("query", f"must be a string, got {type(query).__name__}")
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 100:
+            raise InvalidArgument("limit", "must be an integer between 1 and 100")
+        wanted = None if types is None else frozenset(parse_memory_type(t, "types") for t in types)
+        window = (parse_time(since, "since"), parse_time(until, "until"))
+        if self.embedder is not None:
+            self.embed_pending(EMBED_PER_RECALL)
+        with self._lock:
+            results = _recall.search(
+                self._conn,
+                self.scope,
+                query,
+                embedder=self.embedder,
+                limit=limit,
+                types=wanted,
+                window=window,
+                include_superseded=include_superseded,
+                include_forgotten=include_forgotten,
+                now=self._clock(),
+            )
+        if touch and results:
+            self.touch([r.memory.id for r in results])
+        return results
