@@ -1,0 +1,132 @@
+"""Real providers for the registry tests: each implements the protocol, with a behaviour to observe."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from mnemo.providers import BaseProvider
+from mnemo.tools._json import success
+
+
+class Recorder(BaseProvider):
+    """Answers with fixed context and records every hook it receives, with the thread it ran on."""
+
+    def __init__(self, name: str, context: Any = None, capabilities: Any = None, available: bool = True) -> None:
+        self.name = name
+        self.context = context
+        self.declared = capabilities if capabilities is not None else {}
+        self.available = available
+        self.calls: list[tuple[str, tuple[Any, ...]]] = []
+        self.threads: dict[str, threading.Thread] = {}
+        self._changed = threading.Condition()
+
+    def _record(self, hook: str, *args: Any) -> None:
+        with self._changed:
+            self.calls.append((hook, args))
+            self.threads[hook] = threading.current_thread()
+            self._changed.notify_all()
+
+    def calls_to(self, hook: str) -> list[tuple[Any, ...]]:
+        """Arguments of every call to ``hook``, in order."""
+        with self._changed:
+            return [args for name, args in self.calls if name == hook]
+
+    def wait_for(self, hook: str, count: int = 1, timeout: float = 5.0) -> list[tuple[Any, ...]]:
+        """Block until ``hook`` was called ``count`` times (background hooks); return their arguments."""
+        with self._changed:
+            self._changed.wait_for(lambda: len([1 for name, _ in self.calls if name == hook]) >= count, timeout)
+        return self.calls_to(hook)
+
+    def is_available(self) -> bool:
+        self._record("is_available")
+        return self.available
+
+    def initialize(self, session_key: str, config: dict[str, Any]) -> None:
+        self._record("initialize", session_key, config)
+
+    def capabilities(self) -> Any:
+        self._record("capabilities")
+        return self.declared
+
+    def enrich_turn(self, user_message: str, messages: Any) -> Any:
+        self._record("enrich_turn", user_message, messages)
+        return self.context
+
+    def handle_tool_call(self, name: str, arguments: dict[str, Any]) -> str:
+        self._record("handle_tool_call", name, arguments)
+        return success(provider=self.name, tool=name, arguments=arguments)
+
+    def on_memory_write(self, action: str, target: str, content: str, old_text: str | None = None) -> None:
+        self._record("on_memory_write", action, target, content, old_text)
+
+    def on_turn_complete(self, user_message: str, assistant_response: str) -> None:
+        self._record("on_turn_complete", user_message, assistant_response)
+
+    def on_compress(self, messages: list[dict[str, str]], compression_count: int) -> None:
+        self._record("on_compress", messages, compression_count)
+
+    def shutdown(self) -> None:
+        self._record("shutdown")
+
+
+class Raising(BaseProvider):
+    """Raises from every hook it can."""
+
+    def __init__(self, name: str, capabilities: Any = None) -> None:
+        self.name = name
+        self.declared = capabilities or {}
+
+    def capabilities(self) -> Any:
+        return self.declared
+
+    def _fail(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(f"{self.name} is broken")
+
+    enrich_turn = handle_tool_call = on_memory_write = on_turn_complete = on_compress = shutdown = _fail
+
+
+class Sleeper(Recorder):
+    """A Recorder that first sleeps ``delay`` seconds in the hooks named in ``slow``."""
+
+    def __init__(self, name: str, delay: float, slow: tuple[str, ...], context: Any = None) -> None:
+        super().__init__(name, context=context)
+        self.delay = delay
+        self.slow = slow
+
+    def _record(self, hook: str, *args: Any) -> None:
+        if hook in self.slow:
+            time.sleep(self.delay)
+        super()._record(hook, *args)
+
+
+class Stuck(Recorder):
+    """A Recorder whose ``enrich_turn`` blocks until the test releases it."""
+
+    def __init__(self, name: str, context: Any = None) -> None:
+        super().__init__(name, context=context)
+        self.release = threading.Event()
+        self.entered = 0
+
+    def enrich_turn(self, user_message: str, messages: Any) -> Any:
+        self.entered += 1
+        self.release.wait(10)
+        return super().enrich_turn(user_message, messages)
+
+
+def tool(name: str) -> dict[str, Any]:
+    """An OpenAI function-format schema for a tool taking one string ``query``."""
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": f"the {name} tool",
+            "parameters": {"type": "object", "properties": {"query": {"type": "string"}}},
+        },
+    }
+
+
+def tools(*names: str) -> dict[str, Any]:
+    """Capabilities declaring ``names`` as tools."""
+    return {"tool_names": set(names), "tool_schemas": [tool(n) for n in names]}
