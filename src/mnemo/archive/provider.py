@@ -1,0 +1,128 @@
+"""The archive as a :class:`mnemo.providers.MemoryProvider`: it records every turn and answers the
+``session_search`` tool. It adds nothing to the per-turn context; the model asks when it needs to."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import MnemoError
+from ..tools._json import failure
+from ..tools.session_search import SESSION_SEARCH_TOOL_SCHEMA, handle_session_search
+from .store import SessionArchive
+
+log = logging.getLogger("mnemo.archive")
+
+TOOL_NAME = "session_search"
+
+
+class ArchiveProvider:
+    """Provider wrapper around a :class:`SessionArchive`.
+
+    Give it an archive to borrow (it is never closed here) or a database path / nothing, in which case
+    the archive is opened in :meth:`initialize` (at ``config["state_db"]``, else the home's
+    ``state.db``) and closed by :meth:`shutdown`.
+    """
+
+    def __init__(self, archive: SessionArchive | None = None, *, path: str | Path | None = None) -> None:
+        self._archive = archive
+        self._owned = archive is None
+        self._path = Path(path) if path is not None else None
+        self._session_id: str | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        """The provider's id: ``"archive"``."""
+        return "archive"
+
+    @property
+    def archive(self) -> SessionArchive | None:
+        """The archive in use (``None`` before :meth:`initialize` when it opens its own)."""
+        return self._archive
+
+    @property
+    def session_id(self) -> str | None:
+        """The session being recorded."""
+        return self._session_id
+
+    def is_available(self) -> bool:
+        """SQLite with FTS5 is part of Python; the archive is always available."""
+        return True
+
+    def initialize(self, session_key: str, config: Mapping[str, Any]) -> None:
+        """Open the archive if needed and start (or continue) the session ``session_key``.
+
+        ``config`` may carry ``source``, ``title``, ``model``, ``parent_session_id`` for the session
+        row, and ``state_db`` / ``home`` to locate the database.
+        """
+        config = dict(config or {})
+        with self._lock:
+            if self._archive is None or self._archive.closed and self._owned:
+                path = self._path or config.get("state_db")
+                if path is None:
+                    from ..config import load_settings
+
+                    path = load_settings(config.get("home")).state_db
+                self._archive = SessionArchive(path)
+                self._owned = True
+            self._archive.start_session(
+                session_key,
+                source=config.get("source") or "cli",
+                title=config.get("title"),
+                model=config.get("model"),
+                parent_session_id=config.get("parent_session_id"),
+                exist_ok=True,
+            )
+            self._session_id = session_key
+
+    def capabilities(self) -> dict[str, Any]:
+        """Declares the ``session_search`` tool; never suppresses the curated store's writes."""
+        return {"tool_names": {TOOL_NAME}, "tool_schemas": [SESSION_SEARCH_TOOL_SCHEMA], "suppresses_local_writes": False}
+
+    def enrich_turn(self, user_message: str, messages: Sequence[Mapping[str, Any]]) -> str | None:
+        """No per-turn context: the archive answers through its tool."""
+        return None
+
+    def handle_tool_call(self, name: str, arguments: Any) -> str:
+        """Answer ``session_search``, leaving out the current session and its lineage."""
+        if name != TOOL_NAME:
+            return failure(f"unknown tool {name!r}; this provider serves {TOOL_NAME!r}", argument="name")
+        if self._archive is None or self._archive.closed:
+            return failure("the session archive is not open")
+        return handle_session_search(self._archive, arguments, current_session_id=self._session_id)
+
+    def record_messages(self, session_id: str | None, messages: Sequence[Mapping[str, Any]]) -> list[int]:
+        """Archive a full message list (tool calls and results included) for ``session_id``
+        (default: the current session); returns the new message ids."""
+        session_id = session_id or self._session_id
+        if self._archive is None or session_id is None:
+            raise MnemoError("record_messages needs a session: call initialize first or pass session_id")
+        return self._archive.append_many(session_id, list(messages))
+
+    def on_turn_complete(self, user_message: Any, assistant_response: Any) -> None:
+        """Record the turn's user message and assistant reply."""
+        if self._archive is None or self._session_id is None or self._archive.closed:
+            return
+        self._archive.append_many(
+            self._session_id,
+            [{"role": "user", "content": user_message}, {"role": "assistant", "content": assistant_response}],
+        )
+
+    def on_memory_write(self, action: str, target: str, content: str, old_text: str | None = None) -> None:
+        """Curated writes are not the archive's concern."""
+
+    def on_compress(self, messages: Sequence[Mapping[str, Any]], compression_count: int) -> None:
+        """Nothing to do: every turn is already archived by :meth:`on_turn_complete`."""
+
+    def shutdown(self) -> None:
+        """Close the archive if this provider opened it; idempotent, never raises."""
+        with self._lock:
+            if self._owned and self._archive is not None:
+                try:
+                    self._archive.close()
+                except Exception:  # noqa: BLE001 - shutdown must never raise
+                    log.exception("closing the session archive failed")

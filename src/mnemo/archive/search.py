@@ -1,0 +1,223 @@
+"""Full-text search over archived messages: strict query first, ranked-OR fallback, CJK through the
+trigram index (or a substring scan for very short CJK queries), filters, sorting, snippets.
+
+Everything here reads; the store owns writes and locking. Queries are always built from
+:func:`mnemo.retrieval.parse_query`, so no text a user or model types reaches ``MATCH`` verbatim.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from ..errors import InvalidArgument
+from ..retrieval import cjk_ngrams, has_cjk, or_query, parse_query
+from .records import HIDDEN_SOURCES
+
+HIGHLIGHT = ("**", "**")
+SORTS = ("relevance", "newest", "oldest")
+# bm25 column weights: content, tool name, tool-call text. A word in the prose matters more than
+# the same word inside a JSON argument.
+_BM25 = "bm25(messages_fts, 1.0, 0.6, 0.4)"
+_SNIPPET_TOKENS = 16
+_LIKE_SNIPPET_CHARS = 40
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Which messages a search may return."""
+
+    roles: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()
+    include_hidden: bool = False
+    since: float | None = None
+    until: float | None = None
+    exclude_sessions: tuple[str, ...] = ()
+    sessions: tuple[str, ...] = ()
+
+    def sql(self) -> tuple[str, list[object]]:
+        """A ``WHERE`` fragment over ``m`` (messages) and ``s`` (sessions) and its parameters."""
+        clauses: list[str] = []
+        params: list[object] = []
+
+        def among(column: str, values: Sequence[str], negate: bool = False) -> None:
+            marks = ",".join("?" * len(values))
+            clauses.append(f"{column} {'NOT ' if negate else ''}IN ({marks})")
+            params.extend(values)
+
+        if self.roles:
+            among("m.role", self.roles)
+        if self.sources:
+            among("s.source", self.sources)
+        elif not self.include_hidden:
+            among("s.source", sorted(HIDDEN_SOURCES), negate=True)
+        if self.since is not None:
+            clauses.append("m.created_at >= ?")
+            params.append(self.since)
+        if self.until is not None:
+            clauses.append("m.created_at < ?")
+            params.append(self.until)
+        if self.exclude_sessions:
+            among("m.session_id", self.exclude_sessions, negate=True)
+        if self.sessions:
+            among("m.session_id", self.sessions)
+        return (" AND ".join(clauses) or "1"), params
+
+
+@dataclass(frozen=True)
+class Match:
+    """A matching message id with its score (lower is better) and highlighted snippet."""
+
+    message_id: int
+    score: float
+    snippet: str
+
+
+def _order(sort: str, score: str) -> str:
+    if sort == "newest":
+        return "m.created_at DESC, m.id DESC"
+    if sort == "oldest":
+        return "m.created_at ASC, m.id ASC"
+    return f"{score}, m.id DESC"
+
+
+def _fts_matches(
+    conn: sqlite3.Connection, table: str, score: str, fts_query: str, filters: Filters, sort: str, limit: int,
+    extra_where: str = "", extra_params: Sequence[object] = (),
+) -> list[tuple[int, float]]:
+    where, params = filters.sql()
+    rows = conn.execute(
+        f"SELECT m.id, {score} AS score FROM {table} JOIN messages m ON m.id = {table}.rowid "
+        f"JOIN sessions s ON s.id = m.session_id WHERE {table} MATCH ? AND {where}{extra_where} "
+        f"ORDER BY {_order(sort, 'score')} LIMIT ?",
+        (fts_query, *params, *extra_params, limit),
+    ).fetchall()
+    return [(row[0], row[1]) for row in rows]
+
+
+def _snippets(conn: sqlite3.Connection, table: str, fts_query: str, ids: Iterable[int]) -> dict[int, str]:
+    # Snippets are computed only for the rows being returned, not for every match that was ranked.
+    ids = list(ids)
+    if not ids:
+        return {}
+    column = -1 if table == "messages_fts" else 0
+    rows = conn.execute(
+        f"SELECT rowid, snippet({table}, {column}, ?, ?, '…', {_SNIPPET_TOKENS}) FROM {table} "
+        f"WHERE {table} MATCH ? AND rowid IN ({','.join('?' * len(ids))})",
+        (*HIGHLIGHT, fts_query, *ids),
+    ).fetchall()
+    return {row[0]: row[1] for row in rows}
+
+
+def _like_snippet(text: str, needles: Sequence[str]) -> str:
+    positions = [(text.find(n), n) for n in needles if n and text.find(n) >= 0]
+    if not positions:
+        return text[: 2 * _LIKE_SNIPPET_CHARS]
+    start, needle = min(positions)
+    left = max(0, start - _LIKE_SNIPPET_CHARS)
+    right = min(len(text), start + len(needle) + _LIKE_SNIPPET_CHARS)
+    return (
+        ("…" if left else "")
+        + text[left:start]
+        + HIGHLIGHT[0] + needle + HIGHLIGHT[1]
+        + text[start + len(needle) : right]
+        + ("…" if right < len(text) else "")
+    )
+
+
+def _like_escape(term: str) -> str:
+    return "%" + term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+class Searcher:
+    """Runs searches on one connection; the caller holds the connection's lock."""
+
+    def __init__(self, conn: sqlite3.Connection, *, trigram: bool) -> None:
+        self._conn = conn
+        self._trigram = trigram
+
+    def find(self, query: str, *, limit: int, filters: Filters, sort: str = "relevance") -> list[Match]:
+        """Up to ``limit`` matching messages, best first (or by time when ``sort`` says so)."""
+        if sort not in SORTS:
+            raise InvalidArgument("sort", f"must be one of {', '.join(SORTS)}")
+        parsed = parse_query(query)
+        if parsed.empty or limit <= 0:
+            return []
+        if parsed.cjk:
+            return self._find_cjk(list(parsed.pieces), parsed.explicit, limit, filters, sort)
+        found = self._run_fts(parsed.strict, limit, filters, sort)
+        if len(found) < limit and not parsed.explicit and parsed.terms:
+            fallback = or_query(parsed.terms)
+            if fallback and fallback != parsed.strict:
+                found = _merge(found, self._run_fts(fallback, limit, filters, sort), limit)
+        return found
+
+    def _run_fts(self, fts_query: str, limit: int, filters: Filters, sort: str) -> list[Match]:
+        ranked = _fts_matches(self._conn, "messages_fts", _BM25, fts_query, filters, sort, limit)
+        snippets = _snippets(self._conn, "messages_fts", fts_query, (mid for mid, _ in ranked))
+        return [Match(mid, score, snippets.get(mid, "")) for mid, score in ranked]
+
+    # -- CJK --------------------------------------------------------------------------------------
+
+    def _find_cjk(self, pieces: list[str], explicit: bool, limit: int, filters: Filters, sort: str) -> list[Match]:
+        long_terms = [p for p in pieces if len(p) >= 3] if self._trigram else []
+        short_terms = [p for p in pieces if p not in long_terms]
+        found = self._cjk_all(long_terms, short_terms, limit, filters, sort)
+        if len(found) < limit and not explicit:
+            grams = [g for p in long_terms for g in (cjk_ngrams(p) if has_cjk(p) else [p])]
+            if len(grams) > 1 or short_terms:
+                found = _merge(found, self._cjk_any(grams, short_terms, limit, filters, sort), limit)
+        return found
+
+    def _cjk_all(self, long_terms: list[str], short_terms: list[str], limit: int, filters: Filters, sort: str) -> list[Match]:
+        likes = "".join(" AND m.content LIKE ? ESCAPE '\\'" for _ in short_terms)
+        like_params = [_like_escape(t) for t in short_terms]
+        if long_terms:
+            fts_query = " AND ".join(_trigram_quote(t) for t in long_terms)
+            ranked = _fts_matches(
+                self._conn, "messages_cjk", "bm25(messages_cjk)", fts_query, filters, sort, limit, likes, like_params
+            )
+            snippets = _snippets(self._conn, "messages_cjk", fts_query, (mid for mid, _ in ranked))
+            return [Match(mid, score, snippets.get(mid, "")) for mid, score in ranked]
+        return self._like(short_terms, " AND ", limit, filters, sort)
+
+    def _cjk_any(self, grams: list[str], short_terms: list[str], limit: int, filters: Filters, sort: str) -> list[Match]:
+        found: list[Match] = []
+        if grams:
+            fts_query = " OR ".join(dict.fromkeys(_trigram_quote(g) for g in grams))
+            ranked = _fts_matches(self._conn, "messages_cjk", "bm25(messages_cjk)", fts_query, filters, sort, limit)
+            snippets = _snippets(self._conn, "messages_cjk", fts_query, (mid for mid, _ in ranked))
+            found = [Match(mid, score, snippets.get(mid, "")) for mid, score in ranked]
+        if short_terms and len(found) < limit:
+            found = _merge(found, self._like(short_terms, " OR ", limit, filters, sort), limit)
+        return found
+
+    def _like(self, terms: list[str], joiner: str, limit: int, filters: Filters, sort: str) -> list[Match]:
+        # Substring scan over CJK-bearing rows only (a partial index keeps the scan small).
+        where, params = filters.sql()
+        likes = joiner.join("m.content LIKE ? ESCAPE '\\'" for _ in terms)
+        rows = self._conn.execute(
+            f"SELECT m.id, m.content FROM messages m JOIN sessions s ON s.id = m.session_id "
+            f"WHERE m.has_cjk = 1 AND ({likes}) AND {where} "
+            f"ORDER BY {_order('oldest' if sort == 'oldest' else 'newest', '0')} LIMIT ?",
+            (*(_like_escape(t) for t in terms), *params, limit),
+        ).fetchall()
+        return [Match(row[0], 0.0, _like_snippet(row[1], terms)) for row in rows]
+
+
+def _trigram_quote(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def _merge(first: list[Match], second: list[Match], limit: int) -> list[Match]:
+    """Strict hits keep their lead; fallback hits fill the remaining places."""
+    seen = {m.message_id for m in first}
+    merged = list(first)
+    for match in second:
+        if len(merged) >= limit:
+            break
+        if match.message_id not in seen:
+            seen.add(match.message_id)
+            merged.append(match)
+    return merged

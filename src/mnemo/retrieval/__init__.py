@@ -1,0 +1,28 @@
+"""The retrieval engine shared by the session archive and the memory graph: safe FTS5 queries,
+natural-language term extraction, CJK detection."""
+
+from .query import (
+    MAX_QUERY_CHARS,
+    STOP_WORDS,
+    ParsedQuery,
+    cjk_ngrams,
+    has_cjk,
+    meaningful_terms,
+    or_query,
+    parse_query,
+    quote,
+    sanitize,
+)
+
+__all__ = [
+    "MAX_QUERY_CHARS",
+    "STOP_WORDS",
+    "ParsedQuery",
+    "cjk_ngrams",
+    "has_cjk",
+    "meaningful_terms",
+    "or_query",
+    "parse_query",
+    "quote",
+    "sanitize",
+]
