@@ -197,7 +197,7 @@ class MemoryGraph:
             field = f"relations[{index}]"
             if not isinstance(link, (tuple, list)) or len(link) not in (2, 3):
                 raise InvalidArgument(field, "must be (target_id, relation) or (target_id, relation, weight)")
-            target = self._check_id(link[0], f"{field}.target_id")
+            target = self._check_id(link[0], f"{field}.target")
             relation = parse_relation(link[1], f"{field}.relation")
             weight = parse_unit_interval(link[2], f"{field}.weight") if len(link) == 3 else 1.0
             parsed.append((target, relation, weight))
@@ -226,6 +226,7 @@ class MemoryGraph:
         types: Iterable[MemoryType | str] | None = None,
         include_forgotten: bool = False,
         include_superseded: bool = True,
+        source: str | None = None,
         all_scopes: bool = False,
     ) -> list[Memory]:
         """Memories oldest first, optionally filtered; ``all_scopes`` is for whole-database exports."""
@@ -233,6 +234,9 @@ class MemoryGraph:
         if not all_scopes:
             clauses.append(SCOPE_CLAUSE)
             params.extend(scope_params(self.scope))
+        if source is not None:
+            clauses.append("m.source = ?")
+            params.append(source)
         if not include_forgotten:
             clauses.append("m.forgotten = 0")
         if types is not None:
@@ -398,11 +402,27 @@ class MemoryGraph:
         links = self._parse_links(relations)
         with self._write() as conn:
             for index, (target, _, _) in enumerate(links):
-                self._require(conn, target, f"relations[{index}].target_id")
+                self._require(conn, target, f"relations[{index}].target")
             memory_id = self._insert(conn, text, kind, level, source)
             for target, relation, weight in links:
                 self._link(conn, memory_id, target, relation, weight)
         return self.get(memory_id)
+
+    def remember_once(self, key: str, items: Sequence[tuple[str, MemoryType, str]]) -> int | None:
+        """Store ``(content, type, source)`` items in one transaction unless ``key`` was recorded before
+        in this scope; record it. Returns how many were stored, or ``None`` when already done.
+
+        Check and insert share one write lock, so concurrent first runs import exactly once.
+        """
+        checked = [(self.check_content(c), parse_memory_type(t), self._check_source(s)) for c, t, s in items]
+        marker = f"{key}\x1f" + "\x1f".join(scope_params(self.scope))
+        with self._write() as conn:
+            if conn.execute("SELECT 1 FROM graph_meta WHERE key = ?", (marker,)).fetchone():
+                return None
+            for content, kind, source in checked:
+                self._insert(conn, content, kind, kind.default_importance, source)
+            conn.execute("INSERT INTO graph_meta (key, value) VALUES (?, ?)", (marker, repr(self._clock())))
+        return len(checked)
 
     def replace(
         self,

@@ -1,0 +1,39 @@
+"""The memory graph: unbounded typed memories with importance, timestamps and typed associations,
+found by hybrid full-text + vector + graph recall, without an LLM on the write or read path."""
+
+from .errors import BlockedContent, ImportConflict, MemoryNotFound
+from .migrate_curated import import_curated
+from .provider import GraphProvider
+from .recall import RecallResult
+from .store import MemoryGraph, RestoreCounts
+from .transfer import export_json, export_markdown, import_json
+from .types import (
+    DEFAULT_IMPORTANCE,
+    EDGE_MULTIPLIER,
+    Association,
+    Memory,
+    MemoryType,
+    Relation,
+    Scope,
+)
+
+__all__ = [
+    "DEFAULT_IMPORTANCE",
+    "EDGE_MULTIPLIER",
+    "Association",
+    "BlockedContent",
+    "GraphProvider",
+    "ImportConflict",
+    "Memory",
+    "MemoryGraph",
+    "MemoryNotFound",
+    "MemoryType",
+    "RecallResult",
+    "Relation",
+    "RestoreCounts",
+    "Scope",
+    "export_json",
+    "export_markdown",
+    "import_curated",
+    "import_json",
+]

@@ -1,0 +1,48 @@
+"""The one-time import of curated memory into the graph: ``MEMORY.md`` -> fact, ``USER.md`` -> preference.
+
+Runs on the graph's first use with a memories directory and never again for that scope (a marker is
+recorded in the same transaction as the imported memories). Later curated writes reach the graph through
+the provider's ``on_memory_write`` mirror instead. Entries the threat scan blocks are skipped and logged,
+and a file that cannot be read postpones the whole import rather than recording a partial one.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from ..curated import MemoryStore
+from ..errors import MnemoError
+from .store import MemoryGraph
+from .types import MemoryType
+
+log = logging.getLogger("mnemo.graph")
+
+MARKER = "curated_import"
+TARGET_TYPES = {"memory": MemoryType.FACT, "user": MemoryType.PREFERENCE}
+
+
+def curated_source(target: str) -> str:
+    """The ``source`` of graph memories that mirror curated target ``target``."""
+    return f"curated:{target}"
+
+
+def import_curated(graph: MemoryGraph, memories_dir: str | Path) -> int | None:
+    """Import the curated entries in ``memories_dir`` once; returns how many memories were created, or
+    ``None`` when this scope already imported (or a file could not be read, so it will retry later)."""
+    store = MemoryStore(memories_dir)
+    store.load()
+    items = []
+    for target, kind in TARGET_TYPES.items():
+        failure = store.read_failure(target)
+        if failure is not None:
+            log.warning("curated import postponed: %s", failure)
+            return None
+        for entry in store.entries(target):
+            try:
+                graph.check_content(entry)
+            except MnemoError as exc:
+                log.warning("curated import skipped an entry of %s: %s", target, exc)
+                continue
+            items.append((entry, kind, curated_source(target)))
+    return graph.remember_once(MARKER, items)

@@ -1,0 +1,194 @@
+"""The memory graph as a :class:`~mnemo.providers.MemoryProvider` named ``"graph"``.
+
+Per turn it adds the memories most relevant to the user's message (type, date, content) within a
+character budget, leaving out whatever the frozen curated snapshot already shows. It declares the
+``recall``, ``remember``, ``relate`` and ``forget`` tools, imports the curated files once on first use,
+and mirrors later curated writes (add -> new memory, replace -> new version with an ``updates`` edge,
+remove -> forgotten). It never calls an LLM.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ConfigError, MnemoError
+from ..tools.graph import GRAPH_TOOL_NAMES, GRAPH_TOOL_SCHEMAS, handle_graph_call
+from .migrate_curated import TARGET_TYPES, curated_source, import_curated
+from .store import MemoryGraph
+from .types import Memory, Scope, iso
+
+if TYPE_CHECKING:
+    from ..embeddings.protocol import Embedder
+
+log = logging.getLogger("mnemo.graph")
+
+DEFAULT_CONTEXT_CHARS = 1500
+ENRICH_LIMIT = 8
+
+
+def _normal(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip().casefold()
+
+
+class GraphProvider:
+    """The memory graph's provider.
+
+    Give it an open :class:`MemoryGraph` (borrowed: :meth:`shutdown` leaves it open), or let
+    :meth:`initialize` open one from its config: ``state_db`` (or ``home``, meaning ``home/state.db``),
+    optional ``user_id`` / ``agent_id`` / ``channel_id`` (the scope), ``memories_dir`` (run the one-time
+    curated import), ``context_chars`` (the per-turn budget), ``frozen_entries`` (the curated snapshot's
+    entries, never repeated per turn).
+    """
+
+    name = "graph"
+
+    def __init__(
+        self,
+        graph: MemoryGraph | None = None,
+        *,
+        embedder: Embedder | None = None,
+        context_chars: int = DEFAULT_CONTEXT_CHARS,
+        enrich_limit: int = ENRICH_LIMIT,
+    ) -> None:
+        self._graph = graph
+        self._owns_graph = False
+        self._embedder = embedder
+        self.context_chars = context_chars
+        self.enrich_limit = enrich_limit
+        self._frozen: frozenset[str] = frozenset()
+        self._lock = threading.Lock()
+
+    @property
+    def graph(self) -> MemoryGraph:
+        """The graph this provider serves; raises before :meth:`initialize` when none was given."""
+        if self._graph is None:
+            raise MnemoError("the graph provider is not initialized")
+        return self._graph
+
+    def is_available(self) -> bool:
+        """Always: the graph needs only SQLite, which ships with Python."""
+        return True
+
+    def initialize(self, session_key: str, config: Mapping[str, Any]) -> None:
+        """Open (or adopt) the graph for this session's scope and run the one-time curated import."""
+        config = dict(config or {})
+        scope_keys = {k: config[k] for k in ("user_id", "agent_id", "channel_id") if k in config}
+        if self._graph is None:
+            database = config.get("state_db") or (Path(config["home"]) / "state.db" if config.get("home") else None)
+            if database is None:
+                raise ConfigError("graph provider: config needs 'state_db' or 'home'")
+            self._graph = MemoryGraph(database, scope=Scope(**scope_keys), embedder=self._embedder)
+            self._owns_graph = True
+        elif scope_keys:
+            self._graph = self._graph.with_scope(Scope(**{**self._graph.scope.as_dict(), **scope_keys}))
+        if "context_chars" in config:
+            chars = config["context_chars"]
+            if isinstance(chars, bool) or not isinstance(chars, int) or chars < 0:
+                raise ConfigError(f"graph provider: context_chars must be a non-negative integer, got {chars!r}")
+            self.context_chars = chars
+        if "frozen_entries" in config:
+            self.set_frozen_entries(config["frozen_entries"])
+        if config.get("memories_dir"):
+            imported = import_curated(self.graph, config["memories_dir"])
+            if imported:
+                log.info("graph: imported %d curated entries", imported)
+
+    def set_frozen_entries(self, entries: Iterable[str]) -> None:
+        """The entries of this session's frozen curated snapshot; per-turn context never repeats them."""
+        self._frozen = frozenset(_normal(e) for e in entries if isinstance(e, str))
+
+    def capabilities(self) -> dict[str, Any]:
+        """The four graph tools; local curated writes are never suppressed."""
+        return {"tool_names": set(GRAPH_TOOL_NAMES), "tool_schemas": [dict(s) for s in GRAPH_TOOL_SCHEMAS]}
+
+    def enrich_turn(self, user_message: str, messages: Sequence[Mapping[str, Any]]) -> str | None:
+        """The most relevant memories for ``user_message``, one per line, within the character budget."""
+        if not isinstance(user_message, str) or not user_message.strip() or self.context_chars <= 0:
+            return None
+        results = self.graph.recall(user_message, limit=min(self.enrich_limit + len(self._frozen), 100))
+        lines: list[str] = []
+        used = 0
+        for result in results:
+            memory = result.memory
+            if _normal(memory.content) in self._frozen:
+                continue
+            line = _context_line(memory)
+            if used + len(line) + 1 > self.context_chars:
+                continue  # a shorter, lower-ranked memory may still fit
+            lines.append(line)
+            used += len(line) + 1
+            if len(lines) >= self.enrich_limit:
+                break
+        return "\n".join(lines) or None
+
+    def handle_tool_call(self, name: str, arguments: Any) -> str:
+        """Run ``recall``, ``remember``, ``relate`` or ``forget``; a JSON string."""
+        return handle_graph_call(self.graph, name, arguments)
+
+    def on_memory_write(self, action: str, target: str, content: str, old_text: str | None = None) -> None:
+        """Mirror one accepted curated write into the graph."""
+        kind = TARGET_TYPES.get(target)
+        if kind is None:
+            log.warning("graph: ignoring a memory write to unknown target %r", target)
+            return
+        source = curated_source(target)
+        try:
+            if action == "add":
+                if self._mirror_of(source, content, exact=True) is None:
+                    self.graph.remember(content, kind, source=source)
+            elif action == "replace":
+                old = self._mirror_of(source, old_text or "")
+                if old is None:
+                    self.graph.remember(content, kind, source=source)
+                elif _normal(old.content) != _normal(content):
+                    self.graph.replace(old.id, content)
+            elif action == "remove":
+                old = self._mirror_of(source, old_text or content or "")
+                if old is not None:
+                    self.graph.forget(old.id)
+            else:
+                log.warning("graph: ignoring unknown memory action %r", action)
+        except MnemoError as exc:
+            log.warning("graph: could not mirror %s on %s: %s", action, target, exc)
+
+    def _mirror_of(self, source: str, text: str, *, exact: bool = False) -> Memory | None:
+        """The live graph copy of the curated entry that ``text`` identifies, as the curated store
+        matched it: an exactly equal entry first, else the newest one containing ``text``."""
+        needle = text.strip()
+        if not needle:
+            return None
+        live = [m for m in self.graph.memories(source=source) if not m.superseded]
+        for memory in reversed(live):
+            if memory.content == needle:
+                return memory
+        if exact:
+            return None
+        return next((m for m in reversed(live) if needle in m.content), None)
+
+    def on_turn_complete(self, user_message: str, assistant_response: str) -> None:
+        """Nothing: the graph learns from explicit writes, not from every turn (no LLM)."""
+
+    def on_compress(self, messages: list[dict[str, str]], compression_count: int) -> None:
+        """Nothing by default: extracting memories from discarded messages needs an LLM."""
+
+    def shutdown(self) -> None:
+        """Close the graph if this provider opened it; idempotent, never raises."""
+        with self._lock:
+            if not self._owns_graph or self._graph is None:
+                return
+            graph, self._graph, self._owns_graph = self._graph, None, False
+        try:
+            graph.close()
+        except Exception:  # shutdown must never raise
+            log.exception("graph: error while closing")
+
+
+def _context_line(memory: Memory) -> str:
+    date = (iso(memory.created_at) or "")[:10]
+    content = " ".join(memory.content.split())
+    return f"- [{memory.type.value} · {date}] {content}"

@@ -1,0 +1,235 @@
+"""The memory graph's tools: ``recall``, ``remember``, ``relate`` and ``forget``.
+
+Arguments are validated here before the graph is touched, so a malformed call changes nothing and the
+error names the field to fix; refusals from the graph (unknown ids, blocked content) become
+``{"success": false, ...}`` with what the model needs to recover.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..errors import InvalidArgument, MnemoError
+from ..graph.errors import BlockedContent
+from ..graph.store import MemoryGraph
+from ..graph.types import MemoryType, Relation, iso
+from ._json import failure, parse_arguments, success
+
+MAX_RECALL_LIMIT = 50
+DEFAULT_RECALL_LIMIT = 8
+
+_TYPES = [t.value for t in MemoryType]
+_RELATIONS = [r.value for r in Relation]
+_RELATION_HELP = (
+    "updates: the new memory supersedes the target; caused_by / result_of: causality; related_to: same topic; "
+    "part_of: a piece of a larger memory; contradicts: disagrees with the target."
+)
+
+
+def _schema(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {"type": "object", "properties": properties, "required": required, "additionalProperties": False},
+        },
+    }
+
+
+RECALL_TOOL_SCHEMA = _schema(
+    "recall",
+    "Search your long-term memory graph for memories relevant to a question or topic. Returns the newest "
+    "version of each matching memory with its id, type, date and content. Use it before answering questions "
+    "about the user, past decisions or earlier work that are not in the conversation.",
+    {
+        "query": {"type": "string", "description": "What you want to remember, in plain words."},
+        "types": {"type": "array", "items": {"type": "string", "enum": _TYPES}, "description": "Only these memory types."},
+        "since": {"type": "string", "description": "Only memories created at or after this ISO 8601 date."},
+        "until": {"type": "string", "description": "Only memories created at or before this ISO 8601 date."},
+        "limit": {"type": "integer", "minimum": 1, "maximum": MAX_RECALL_LIMIT, "description": "At most this many results (default 8)."},
+        "include_history": {"type": "boolean", "description": "Also return superseded older versions."},
+    },
+    ["query"],
+)
+
+REMEMBER_TOOL_SCHEMA = _schema(
+    "remember",
+    "Save a durable memory to your long-term memory graph (unbounded, recalled when relevant). One fact, "
+    "decision, preference, goal or event per memory, stated so it makes sense on its own. To correct an "
+    "existing memory, remember the new version with an 'updates' relation to the old id. Never store secrets.",
+    {
+        "content": {"type": "string", "description": "The memory, self-contained."},
+        "type": {"type": "string", "enum": _TYPES, "description": "What kind of memory this is (default fact)."},
+        "importance": {"type": "number", "minimum": 0, "maximum": 1, "description": "0..1; defaults by type."},
+        "relations": {
+            "type": "array",
+            "description": "Edges from this new memory to existing memory ids. " + _RELATION_HELP,
+            "items": {
+                "type": "object",
+                "properties": {
+                    "target": {"type": "string", "description": "An existing memory id."},
+                    "relation": {"type": "string", "enum": _RELATIONS},
+                    "weight": {"type": "number", "minimum": 0, "maximum": 1},
+                },
+                "required": ["target", "relation"],
+                "additionalProperties": False,
+            },
+        },
+    },
+    ["content"],
+)
+
+RELATE_TOOL_SCHEMA = _schema(
+    "relate",
+    "Connect two existing memories with a typed edge (source --relation--> target), or change its weight. "
+    + _RELATION_HELP,
+    {
+        "source": {"type": "string", "description": "Memory id the edge starts from."},
+        "target": {"type": "string", "description": "Memory id the edge points to."},
+        "relation": {"type": "string", "enum": _RELATIONS},
+        "weight": {"type": "number", "minimum": 0, "maximum": 1, "description": "Strength 0..1 (default 1)."},
+    },
+    ["source", "target", "relation"],
+)
+
+FORGET_TOOL_SCHEMA = _schema(
+    "forget",
+    "Stop recalling a memory that is wrong or no longer useful. It is kept in history, not deleted.",
+    {"id": {"type": "string", "description": "The memory id to forget."}},
+    ["id"],
+)
+
+GRAPH_TOOL_SCHEMAS: tuple[dict[str, Any], ...] = (
+    RECALL_TOOL_SCHEMA,
+    REMEMBER_TOOL_SCHEMA,
+    RELATE_TOOL_SCHEMA,
+    FORGET_TOOL_SCHEMA,
+)
+GRAPH_TOOL_NAMES: frozenset[str] = frozenset(s["function"]["name"] for s in GRAPH_TOOL_SCHEMAS)
+
+
+def _check_keys(args: Mapping[str, Any], schema: Mapping[str, Any]) -> None:
+    parameters = schema["function"]["parameters"]
+    unknown = sorted(set(args) - set(parameters["properties"]))
+    if unknown:
+        raise InvalidArgument(unknown[0], f"unknown argument (allowed: {', '.join(parameters['properties'])})")
+    for name in parameters["required"]:
+        if args.get(name) is None:
+            raise InvalidArgument(name, "is required")
+
+
+def _optional_string(args: Mapping[str, Any], name: str) -> str | None:
+    value = args.get(name)
+    if value is not None and not isinstance(value, str):
+        raise InvalidArgument(name, f"must be a string, got {type(value).__name__}")
+    return value
+
+
+def _recall(graph: MemoryGraph, args: dict[str, Any]) -> str:
+    _check_keys(args, RECALL_TOOL_SCHEMA)
+    types = args.get("types")
+    if isinstance(types, str):
+        types = [types]
+    if types is not None and not isinstance(types, list):
+        raise InvalidArgument("types", f"must be a list of memory types, got {type(types).__name__}")
+    limit = args.get("limit", DEFAULT_RECALL_LIMIT)
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_RECALL_LIMIT:
+        raise InvalidArgument("limit", f"must be an integer between 1 and {MAX_RECALL_LIMIT}")
+    history = args.get("include_history", False)
+    if not isinstance(history, bool):
+        raise InvalidArgument("include_history", "must be true or false")
+    results = graph.recall(
+        args["query"],
+        limit=limit,
+        types=types,
+        since=_optional_string(args, "since"),
+        until=_optional_string(args, "until"),
+        include_superseded=history,
+    )
+    found = []
+    for result in results:
+        memory = result.memory
+        item = {
+            "id": memory.id,
+            "type": memory.type.value,
+            "date": iso(memory.created_at),
+            "content": memory.content,
+            "importance": memory.importance,
+            "score": round(result.score, 4),
+            "found_by": sorted(result.channels),
+        }
+        if memory.superseded_by:
+            item["superseded_by"] = memory.superseded_by
+        found.append(item)
+    message = f"{len(found)} memories found." if found else "No matching memories."
+    return success(count=len(found), results=found, message=message)
+
+
+def _remember(graph: MemoryGraph, args: dict[str, Any]) -> str:
+    _check_keys(args, REMEMBER_TOOL_SCHEMA)
+    relations = args.get("relations") or []
+    if not isinstance(relations, list):
+        raise InvalidArgument("relations", f"must be a list, got {type(relations).__name__}")
+    links = []
+    for index, item in enumerate(relations):
+        if not isinstance(item, Mapping):
+            raise InvalidArgument(f"relations[{index}]", "must be an object with target and relation")
+        unknown = sorted(set(item) - {"target", "relation", "weight"})
+        if unknown:
+            raise InvalidArgument(f"relations[{index}].{unknown[0]}", "unknown field")
+        for name in ("target", "relation"):
+            if item.get(name) is None:
+                raise InvalidArgument(f"relations[{index}].{name}", "is required")
+        links.append((item["target"], item["relation"], item.get("weight", 1.0)))
+    memory = graph.remember(
+        args["content"], args.get("type", MemoryType.FACT.value), importance=args.get("importance"), relations=links
+    )
+    edges = [a.as_dict() for a in graph.associations(memory.id)]
+    return success(
+        id=memory.id, type=memory.type.value, importance=memory.importance, relations=edges, message="Memory saved."
+    )
+
+
+def _relate(graph: MemoryGraph, args: dict[str, Any]) -> str:
+    _check_keys(args, RELATE_TOOL_SCHEMA)
+    edge = graph.relate(args["source"], args["target"], args["relation"], args.get("weight", 1.0))
+    return success(association=edge.as_dict(), message=f"Linked {edge.source_id} {edge.relation.value} {edge.target_id}.")
+
+
+def _forget(graph: MemoryGraph, args: dict[str, Any]) -> str:
+    _check_keys(args, FORGET_TOOL_SCHEMA)
+    memory = graph.forget(args["id"])
+    return success(id=memory.id, message="Memory forgotten: kept in history, no longer recalled.")
+
+
+_HANDLERS: dict[str, Callable[[MemoryGraph, dict[str, Any]], str]] = {
+    "recall": _recall,
+    "remember": _remember,
+    "relate": _relate,
+    "forget": _forget,
+}
+
+# The graph's own field names differ from the tools' in a few places; errors speak the tools' language.
+_FIELD_NAMES = {"source_id": "source", "target_id": "target", "memory_type": "type"}
+
+
+def handle_graph_call(graph: MemoryGraph, name: str, arguments: Any) -> str:
+    """Run the graph tool ``name`` against ``graph``; return the JSON result for the model."""
+    handler = _HANDLERS.get(name)
+    if handler is None:
+        return failure(f"unknown graph tool {name!r} (tools: {', '.join(_HANDLERS)})")
+    try:
+        return handler(graph, parse_arguments(arguments))
+    except InvalidArgument as exc:
+        field = _FIELD_NAMES.get(exc.field, exc.field)
+        return failure(f"invalid argument {field}: {exc.problem}", field=field)
+    except BlockedContent as exc:
+        findings = [
+            {"category": f.category, "rule": f.rule, "excerpt": f.excerpt} if hasattr(f, "category") else str(f)
+            for f in exc.findings
+        ]
+        return failure(f"{exc}; nothing was saved", field=exc.field, findings=findings)
+    except MnemoError as exc:
+        return failure(str(exc))
