@@ -18,6 +18,7 @@ from ._output import CliError
 # Subcommand modules, in the order ``mnemo --help`` lists them.
 _COMMANDS = (
     "memory",
+    "graph",
     "sessions",
 )
 

@@ -101,7 +101,7 @@ def export_markdown(graph: MemoryGraph, *, all_scopes: bool = False) -> str:
             target = _label(by_id.get(edge.target_id), edge.target_id)
             lines.append(f"- {source} **{edge.relation.value}** {target} (weight {edge.weight:g})")
         lines.append("")
-    return "\n".join(lines)
+    return "\n".join(lines).rstrip("\n") + "\n"
 
 
 def _label(memory: Memory | None, memory_id: str) -> str:

@@ -1,0 +1,250 @@
+"""``mnemo graph``: add, recall, relate, forget, show, export, import and count memories from a shell."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..config import load_settings
+from ..errors import InvalidArgument
+from ..graph.store import MemoryGraph
+from ..graph.transfer import export_json, export_markdown, import_json
+from ..graph.types import MemoryType, Relation, Scope, iso
+from ._output import CliError, lines, print_json, print_table
+
+
+def _graph(args: argparse.Namespace) -> MemoryGraph:
+    settings = load_settings(args.home)
+    return MemoryGraph(settings.state_db, scope=Scope(args.user or "", args.agent or "", args.channel or ""))
+
+
+def _parse_link(text: str) -> tuple[str, str, float]:
+    parts = text.split(":")
+    if len(parts) not in (2, 3):
+        raise InvalidArgument("--relate", f"expected ID:RELATION[:WEIGHT], got {text!r}")
+    try:
+        weight = float(parts[2]) if len(parts) == 3 else 1.0
+    except ValueError:
+        raise InvalidArgument("--relate", f"weight must be a number, got {parts[2]!r}") from None
+    return parts[0], parts[1], weight
+
+
+def _add(args: argparse.Namespace) -> int:
+    with _graph(args) as graph:
+        if args.replaces:
+            memory = graph.replace(args.replaces, args.content, memory_type=args.type, importance=args.importance)
+        else:
+            links = [_parse_link(link) for link in args.relate]
+            memory = graph.remember(
+                args.content, args.type or MemoryType.FACT, importance=args.importance, source=args.source,
+                relations=links,
+            )  # fmt: skip
+        if args.json:
+            print_json({"success": True, "memory": memory.as_dict(), "associations": [a.as_dict() for a in graph.associations(memory.id)]})
+        else:
+            lines([f"saved {memory.id} ({memory.type.value}, importance {memory.importance:g})"])
+    return 0
+
+
+def _recall(args: argparse.Namespace) -> int:
+    with _graph(args) as graph:
+        results = graph.recall(
+            args.query, limit=args.limit, types=args.type or None, since=args.since, until=args.until,
+            include_superseded=args.history, include_forgotten=args.forgotten,
+        )  # fmt: skip
+    if args.json:
+        print_json({"success": True, "count": len(results), "results": [r.as_dict() for r in results]})
+        return 0
+    rows = [
+        {
+            "id": r.memory.id,
+            "type": r.memory.type.value,
+            "date": (iso(r.memory.created_at) or "")[:10],
+            "score": f"{r.score:.3f}",
+            "found by": "+".join(sorted(r.channels)),
+            "content": r.memory.content,
+        }
+        for r in results
+    ]
+    if rows:
+        print_table(rows, ["id", "type", "date", "score", "found by", "content"])
+    else:
+        lines(["no matching memories"])
+    return 0
+
+
+def _relate(args: argparse.Namespace) -> int:
+    with _graph(args) as graph:
+        edge = graph.relate(args.source, args.target, args.relation, args.weight)
+    if args.json:
+        print_json({"success": True, "association": edge.as_dict()})
+    else:
+        lines([f"{edge.source_id} {edge.relation.value} {edge.target_id} (weight {edge.weight:g})"])
+    return 0
+
+
+def _forget(args: argparse.Namespace) -> int:
+    with _graph(args) as graph:
+        if args.purge:
+            count = graph.purge(args.ids)
+            message = f"purged {count} memories for good"
+        else:
+            for memory_id in args.ids:
+                graph.get(memory_id)  # all ids must exist before any is forgotten
+            for memory_id in args.ids:
+                graph.forget(memory_id)
+            count = len(args.ids)
+            message = f"forgot {count} memories (kept in history)"
+    if args.json:
+        print_json({"success": True, "count": count, "purged": args.purge, "message": message})
+    else:
+        lines([message])
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    with _graph(args) as graph:
+        if args.id:
+            memory = graph.get(args.id)
+            edges = graph.associations(memory.id)
+            chain = graph.history(memory.id)
+            payload: dict[str, Any] = {
+                "memory": memory.as_dict(),
+                "associations": [e.as_dict() for e in edges],
+                "history": [m.as_dict() for m in chain],
+            }
+            if args.json:
+                print_json(payload)
+                return 0
+            for key, value in payload["memory"].items():
+                lines([f"{key:>14}: {value}"])
+            if edges:
+                lines(["", "associations:"] + [f"  {e.source_id} {e.relation.value} {e.target_id} ({e.weight:g})" for e in edges])
+            if len(chain) > 1:
+                lines(["", "versions (newest first):"] + [f"  {m.id}  {(iso(m.created_at) or '')[:10]}  {m.content}" for m in chain])
+            return 0
+        memories = graph.memories(types=args.type or None, include_forgotten=args.all, include_superseded=args.all)
+    if args.json:
+        print_json({"count": len(memories), "memories": [m.as_dict() for m in memories]})
+        return 0
+    rows = [
+        {
+            "id": m.id,
+            "type": m.type.value,
+            "importance": f"{m.importance:g}",
+            "created": (iso(m.created_at) or "")[:10],
+            "state": "forgotten" if m.forgotten else ("superseded" if m.superseded else ""),
+            "content": m.content,
+        }
+        for m in memories
+    ]
+    if rows:
+        print_table(rows, ["id", "type", "importance", "created", "state", "content"])
+    else:
+        lines(["no memories"])
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    with _graph(args) as graph:
+        text = export_json(graph, all_scopes=args.all_scopes) if args.format == "json" else export_markdown(graph, all_scopes=args.all_scopes)
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+        if args.json:
+            print_json({"success": True, "output": args.output, "format": args.format})
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    try:
+        raw = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
+    except OSError as exc:
+        raise CliError(f"cannot read {args.file}: {exc.strerror}") from exc
+    with _graph(args) as graph:
+        counts = import_json(graph, raw)
+    if args.json:
+        print_json({"success": True, "added": counts.memories_added, "updated": counts.memories_updated, "associations": counts.associations})
+    else:
+        lines([f"imported: {counts.memories_added} new, {counts.memories_updated} updated, {counts.associations} associations"])
+    return 0
+
+
+def _stats(args: argparse.Namespace) -> int:
+    with _graph(args) as graph:
+        stats = graph.stats()
+    if args.json:
+        print_json(stats)
+        return 0
+    lines([f"memories: {stats['memories']} ({stats['active']} active, {stats['forgotten']} forgotten, {stats['superseded']} superseded)"])
+    lines([f"  {kind}: {count}" for kind, count in stats["by_type"].items()])
+    lines([f"associations: {stats['associations']}"])
+    lines([f"  {relation}: {count}" for relation, count in stats["by_relation"].items()])
+    return 0
+
+
+def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
+    """Add ``mnemo graph`` and its subcommands."""
+    scope = argparse.ArgumentParser(add_help=False)
+    scope.add_argument("--user", default=argparse.SUPPRESS, help="scope: user id")
+    scope.add_argument("--agent", default=argparse.SUPPRESS, help="scope: agent id")
+    scope.add_argument("--channel", default=argparse.SUPPRESS, help="scope: channel id")
+    parents = [common, scope]
+    group = subparsers.add_parser("graph", parents=parents, help="the memory graph: typed, connected memories")
+    group.set_defaults(user=None, agent=None, channel=None)
+    actions = group.add_subparsers(dest="graph_command", metavar="ACTION", required=True)
+    types, relations = ", ".join(t.value for t in MemoryType), ", ".join(r.value for r in Relation)
+
+    # Types and relations are checked by the graph, not argparse, so errors read like the tools' errors.
+    add = actions.add_parser("add", parents=parents, help="remember a new memory")
+    add.add_argument("content")
+    add.add_argument("--type", help=f"one of {types} (default fact)")
+    add.add_argument("--importance", type=float, help="0..1 (default: by type)")
+    add.add_argument("--source", default="cli", help="where it came from (default cli)")
+    add.add_argument("--relate", action="append", default=[], metavar="ID:RELATION[:WEIGHT]", help=f"edge to an existing memory ({relations})")
+    add.add_argument("--replaces", metavar="ID", help="supersede this memory (adds an updates edge)")
+    add.set_defaults(handler=_add)
+
+    recall = actions.add_parser("recall", parents=parents, help="find the memories relevant to a query")
+    recall.add_argument("query")
+    recall.add_argument("--type", action="append", help="only this type (repeatable)")
+    recall.add_argument("--since", help="created at or after (ISO date)")
+    recall.add_argument("--until", help="created at or before (ISO date)")
+    recall.add_argument("--limit", type=int, default=10)
+    recall.add_argument("--history", action="store_true", help="include superseded versions")
+    recall.add_argument("--forgotten", action="store_true", help="include forgotten memories")
+    recall.set_defaults(handler=_recall)
+
+    relate = actions.add_parser("relate", parents=parents, help="add or re-weight an edge SOURCE --RELATION--> TARGET")
+    relate.add_argument("source")
+    relate.add_argument("target")
+    relate.add_argument("relation", help=relations)
+    relate.add_argument("--weight", type=float, default=1.0)
+    relate.set_defaults(handler=_relate)
+
+    forget = actions.add_parser("forget", parents=parents, help="stop recalling memories (kept in history)")
+    forget.add_argument("ids", nargs="+", metavar="ID")
+    forget.add_argument("--purge", action="store_true", help="really delete them, with edges, vectors and index entries")
+    forget.set_defaults(handler=_forget)
+
+    show = actions.add_parser("show", parents=parents, help="list memories, or show one with its edges and versions")
+    show.add_argument("id", nargs="?")
+    show.add_argument("--type", action="append", help="only this type (repeatable)")
+    show.add_argument("--all", action="store_true", help="include forgotten and superseded memories")
+    show.set_defaults(handler=_show)
+
+    export = actions.add_parser("export", parents=parents, help="write the graph as Markdown or JSON")
+    export.add_argument("--format", choices=("markdown", "json"), default="markdown")
+    export.add_argument("--output", "-o", help="file to write (default: stdout)")
+    export.add_argument("--all-scopes", action="store_true", help="every user/agent/channel, not just this scope")
+    export.set_defaults(handler=_export)
+
+    imp = actions.add_parser("import", parents=parents, help="restore a JSON export (idempotent)")
+    imp.add_argument("file", help="a JSON export, or - for stdin")
+    imp.set_defaults(handler=_import)
+
+    stats = actions.add_parser("stats", parents=parents, help="counts by type and relation")
+    stats.set_defaults(handler=_stats)
