@@ -89,6 +89,25 @@ def test_providers_are_initialized_in_order_with_their_own_config():
     registry.shutdown_all()
 
 
+def test_provider_config_must_be_tables_keyed_by_name(registry):
+    registry.register(Recorder("zep"))
+    with pytest.raises(InvalidArgument, match="config\\['zep'\\]"):
+        registry.initialize_all("s", {"zep": "http://127.0.0.1:1"})
+    with pytest.raises(InvalidArgument, match="config"):
+        registry.initialize_all("s", ["zep"])
+    registry.initialize_all("s", {"zep": {"url": "http://127.0.0.1:1"}})
+    assert [provider.name for provider in registry.providers] == ["zep"]
+
+
+def test_the_name_given_at_registration_is_kept_for_the_session(registry):
+    provider = Recorder("original")
+    registry.register(provider)
+    provider.name = "renamed"
+    registry.initialize_all("s", {"original": {"k": 1}})
+    assert provider.calls_to("initialize") == [("s", {"k": 1})]
+    assert registry.capabilities("original").tool_names == frozenset()
+
+
 def test_nothing_is_active_before_initialization(registry):
     registry.register(Recorder("a", context="x"))
     assert registry.providers == ()

@@ -119,7 +119,7 @@ class ProviderRegistry:
         self._compress_timeout = _positive("compress_timeout", compress_timeout)
         self._session = _Session(_positive("shutdown_timeout", shutdown_timeout))
         self._reserved = frozenset(reserved_tool_names) | {MEMORY_TOOL}
-        self._registered: list[MemoryProvider] = []
+        self._registered: list[tuple[str, MemoryProvider]] = []
         self._initialized = False
         self._tools: dict[str, _Active] = {}
         self._by_name: dict[str, _Active] = {}
@@ -139,9 +139,10 @@ class ProviderRegistry:
             raise TypeError(f"{type(provider).__name__}.name must be a non-empty string, got {name!r}")
         if self._initialized:
             raise ProviderError(f"cannot register provider {name!r}: the registry is already initialized")
-        if any(existing.name == name for existing in self._registered):
+        if any(existing == name for existing, _ in self._registered):
             raise ProviderError(f"a provider named {name!r} is already registered")
-        self._registered.append(provider)
+        # The name is read once: it keys config, tools and logs for the whole session.
+        self._registered.append((name, provider))
 
     def initialize_all(self, session_key: str, config: Mapping[str, Mapping[str, Any]] | None = None) -> None:
         """Initialize every registered provider in order on this thread, keeping those that succeed.
@@ -156,11 +157,15 @@ class ProviderRegistry:
             raise ProviderError("the registry is already initialized")
         if self._session.closed:
             raise ProviderError("the registry is shut down")
+        config = {} if config is None else config
+        if not isinstance(config, Mapping):
+            raise InvalidArgument("config", f"must map provider names to their settings, got {type(config).__name__}")
+        for name, _ in self._registered:
+            if not isinstance(config.get(name, {}), Mapping):
+                raise InvalidArgument(f"config[{name!r}]", f"must be a table of settings, got {type(config[name]).__name__}")
         self._initialized = True
-        config = config or {}
-        for provider in self._registered:
-            name = provider.name
-            if not self._starts(name, provider, session_key, dict(config.get(name) or {})):
+        for name, provider in self._registered:
+            if not self._starts(name, provider, session_key, dict(config.get(name, {}))):
                 continue
             try:
                 capabilities = ProviderCapabilities.from_declared(provider.capabilities())
