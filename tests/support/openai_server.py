@@ -86,18 +86,28 @@ class Reply:
 Handler = Callable[[dict[str, Any]], Reply]
 
 
+class _ThreadingServer(ThreadingHTTPServer):
+    # Daemon handler threads that are not joined: a reply stuck in ``delay`` must not block stop().
+    daemon_threads = True
+    block_on_close = False
+    # The default backlog of 5 drops SYNs under a burst of concurrent clients, costing 1 s retransmits.
+    request_queue_size = 128
+
+
 class OpenAIServer:
     """A threaded chat-completions server on an ephemeral loopback port; use it as a context manager.
 
-    ``requests`` holds every chat-completions request body received, parsed, in arrival order.
+    ``handler`` (settable) answers once the queued replies run out. ``requests`` holds every chat-completions request body received, parsed, in arrival order, and
+    ``headers`` the HTTP headers of each (names lower-cased), at the same index.
     """
 
     def __init__(self, replies: Iterable[Reply] = (), *, handler: Handler | None = None,
                  model: str = DEFAULT_MODEL) -> None:
         self.model = model
         self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
         self._replies: deque[Reply] = deque(replies)
-        self._handler = handler
+        self.handler = handler
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._ids = itertools.count(1)
@@ -109,13 +119,10 @@ class OpenAIServer:
 
     def start(self) -> OpenAIServer:
         """Bind 127.0.0.1 on a free port and serve in a background thread."""
-        httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_request_handler(self))
-        # Daemon handler threads that are not joined: a reply stuck in ``delay`` must not block stop().
-        httpd.daemon_threads = True
-        httpd.block_on_close = False
+        httpd = _ThreadingServer(("127.0.0.1", 0), _make_request_handler(self))
         self._httpd = httpd
         self._port = httpd.server_address[1]
-        self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
+        self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.01},
                                         name="openai-test-server", daemon=True)
         self._thread.start()
         return self
@@ -163,14 +170,15 @@ class OpenAIServer:
 
     # serving
 
-    def _next_reply(self, body: dict[str, Any]) -> Reply:
+    def _next_reply(self, body: dict[str, Any], headers: dict[str, str]) -> Reply:
         with self._lock:
             self.requests.append(body)
+            self.headers.append(headers)
             if self._replies:
                 return self._replies.popleft()
-        if self._handler is not None:
+        if self.handler is not None:
             try:
-                return self._handler(body)
+                return self.handler(body)
             except Exception as exc:  # a broken test handler must surface as an answer, not a dropped socket
                 return Reply.error(500, f"test server handler raised {exc!r}")
         return Reply.error(500, f"test server has no scripted reply left for request #{len(self.requests)}")
@@ -244,7 +252,7 @@ def _make_request_handler(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
             except json.JSONDecodeError as exc:
                 self._send_error(400, f"request body is not JSON: {exc.msg}", "invalid_request_error")
                 return
-            reply = server._next_reply(body)
+            reply = server._next_reply(body, {name.lower(): value for name, value in self.headers.items()})
             if reply.delay:
                 server._wait(reply.delay)
             if reply.body is not None:

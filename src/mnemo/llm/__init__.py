@@ -10,7 +10,7 @@ from .errors import LLMError, LLMNotConfigured
 from .openai_compatible import NO_API_KEY, OpenAICompatibleLLM
 from .protocol import LLM
 from .response import ChatResponse, ToolCall
-from .scripted import ScriptedLLM, ScriptedRequest, ScriptedToolCall, ScriptExhausted
+from .scripted import ScriptedLLM, ScriptedRequest, ScriptedToolCall, ScriptExhausted, ScriptStep
 
 __all__ = [
     "LLM",
@@ -20,6 +20,7 @@ __all__ = [
     "LLMNotConfigured",
     "OpenAICompatibleLLM",
     "ScriptExhausted",
+    "ScriptStep",
     "ScriptedLLM",
     "ScriptedRequest",
     "ScriptedToolCall",

@@ -37,7 +37,8 @@ class OpenAICompatibleLLM:
     :meth:`list_models` do. ``api_key=None`` sends :data:`NO_API_KEY` (what a local server expects); the
     ``OPENAI_API_KEY`` fallback lives in :meth:`from_settings`, so this constructor reads no environment.
     ``max_retries`` bounds the ``openai`` package's own retries of connection errors, 408, 409, 429 and
-    5xx answers (with its backoff); ``request_options`` are extra body fields sent with every request
+    5xx answers (with its backoff), timeouts included, so one call takes at most about
+    ``(max_retries + 1) * timeout`` plus backoff; ``request_options`` are extra body fields sent with every request
     (``{"temperature": 0}``).
     """
 

@@ -24,9 +24,9 @@ class ScriptedToolCall:
 
 
 #: What one turn of the script yields: final text, tool calls, or a response built by hand.
-Reply: TypeAlias = str | ChatResponse | Sequence[ScriptedToolCall]
+ScriptReply: TypeAlias = str | ChatResponse | Sequence[ScriptedToolCall]
 #: A script step: a fixed reply, or a function of the messages sent (so it can react to tool results).
-Step: TypeAlias = Reply | Callable[[list[dict[str, Any]]], Reply]
+ScriptStep: TypeAlias = ScriptReply | Callable[[list[dict[str, Any]]], ScriptReply]
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ class ScriptedLLM:
     :attr:`requests`. Thread-safe: concurrent calls each take a different step.
     """
 
-    def __init__(self, steps: Sequence[Step]) -> None:
+    def __init__(self, steps: Sequence[ScriptStep]) -> None:
         if isinstance(steps, (str, bytes)) or not isinstance(steps, Sequence):
             raise InvalidArgument("steps", "must be a sequence of script steps")
         for index, step in enumerate(steps):
@@ -118,7 +118,7 @@ def _check_reply(reply: object, where: str) -> None:
     )
 
 
-def _to_response(reply: Reply) -> ChatResponse:
+def _to_response(reply: ScriptReply) -> ChatResponse:
     if isinstance(reply, ChatResponse):
         return reply
     if isinstance(reply, str):
