@@ -97,8 +97,9 @@ class _ThreadingServer(ThreadingHTTPServer):
 class OpenAIServer:
     """A threaded chat-completions server on an ephemeral loopback port; use it as a context manager.
 
-    ``handler`` (settable) answers once the queued replies run out. ``requests`` holds every chat-completions request body received, parsed, in arrival order, and
-    ``headers`` the HTTP headers of each (names lower-cased), at the same index.
+    ``handler`` (settable) answers once the queued replies run out. ``requests`` holds every
+    chat-completions request body received, parsed, in arrival order, and ``headers`` the HTTP headers
+    of each (names lower-cased), at the same index.
     """
 
     def __init__(self, replies: Iterable[Reply] = (), *, handler: Handler | None = None,

@@ -36,10 +36,10 @@ class OpenAICompatibleLLM:
     Building one never touches the network; only :meth:`complete`, :meth:`acomplete` and
     :meth:`list_models` do. ``api_key=None`` sends :data:`NO_API_KEY` (what a local server expects); the
     ``OPENAI_API_KEY`` fallback lives in :meth:`from_settings`, so this constructor reads no environment.
-    ``max_retries`` bounds the ``openai`` package's own retries of connection errors, 408, 409, 429 and
-    5xx answers (with its backoff), timeouts included, so one call takes at most about
-    ``(max_retries + 1) * timeout`` plus backoff; ``request_options`` are extra body fields sent with every request
-    (``{"temperature": 0}``).
+    ``max_retries`` bounds the ``openai`` package's own retries (with its backoff) of timeouts,
+    connection errors and 408, 409, 429 and 5xx answers, so one call takes at most about
+    ``(max_retries + 1) * timeout`` plus backoff. ``request_options`` are extra body fields sent with
+    every request (``{"temperature": 0}``).
     """
 
     def __init__(
@@ -86,18 +86,18 @@ class OpenAICompatibleLLM:
         unset. Raises :class:`LLMNotConfigured` naming what is missing; ``options`` go to the constructor.
         """
         environ = os.environ if environ is None else environ
-        base_url = settings.llm_base_url or environ.get("OPENAI_BASE_URL") or None
-        missing = []
-        if not base_url:
-            missing.append("an endpoint (llm_base_url: MNEMO_LLM_BASE_URL, [llm] base_url in config.toml, "
-                           "or OPENAI_BASE_URL)")
-        if not settings.llm_model:
-            missing.append("a model (llm_model: MNEMO_LLM_MODEL or [llm] model in config.toml)")
-        if missing:
+        base_url = settings.llm_base_url or environ.get("OPENAI_BASE_URL")
+        model = settings.llm_model
+        if not base_url or not model:
+            missing = []
+            if not base_url:
+                missing.append("an endpoint (llm_base_url: MNEMO_LLM_BASE_URL, [llm] base_url in config.toml, "
+                               "or OPENAI_BASE_URL)")
+            if not model:
+                missing.append("a model (llm_model: MNEMO_LLM_MODEL or [llm] model in config.toml)")
             raise LLMNotConfigured("no LLM configured: set " + " and ".join(missing))
-        assert base_url is not None and settings.llm_model is not None
-        api_key = settings.llm_api_key or environ.get("OPENAI_API_KEY") or None
-        return cls(base_url, settings.llm_model, api_key, settings.llm_timeout, **options)
+        api_key = settings.llm_api_key or environ.get("OPENAI_API_KEY")
+        return cls(base_url, model, api_key, settings.llm_timeout, **options)
 
     def __repr__(self) -> str:
         # The key stays out of reprs and logs.
