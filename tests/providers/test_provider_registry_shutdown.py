@@ -111,23 +111,27 @@ PROVIDER = """
             if user_message == "hang":
                 threading.Event().wait()
             return None
+        def on_turn_complete(self, user_message, assistant_response):
+            with self.path.open("a") as log:
+                log.write(f"turn {user_message}\\n")
         def shutdown(self):
             with self.path.open("a") as log:
                 log.write("shutdown\\n")
 """
 
 
-def test_providers_are_shut_down_at_interpreter_exit(tmp_path: Path):
+def test_providers_get_their_pending_events_and_are_shut_down_at_interpreter_exit(tmp_path: Path):
     marker = tmp_path / "shutdown.log"
     result = run_python(PROVIDER + f"""
     registry = ProviderRegistry(enrich_timeout=0.1)
     registry.register(Flushing({str(marker)!r}))
     registry.initialize_all("s", {{}})
     registry.enrich_turn("hang", [])
+    registry.on_turn_complete("last", "bye")
     sys.exit(0)
     """)
     assert result.returncode == 0, result.stderr
-    assert marker.read_text() == "shutdown\n"
+    assert marker.read_text() == "turn last\nshutdown\n"
 
 
 def test_an_explicit_shutdown_is_not_repeated_at_exit(tmp_path: Path):

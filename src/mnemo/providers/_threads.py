@@ -2,8 +2,7 @@
 
 A dedicated worker per provider (rather than a shared pool) means a provider stuck in a call holds only
 its own thread: the others keep being served, and the registry can see that the stuck one is still busy.
-Workers are started on first use and are daemon threads, so a stuck provider never holds up interpreter
-exit. Nothing here refers back to the registry, so a registry nobody holds can be collected.
+Workers are daemon threads, so a stuck provider never holds up interpreter exit. Nothing here refers back to the registry, so a registry nobody holds can be collected.
 """
 
 from __future__ import annotations
@@ -28,7 +27,6 @@ class Lane:
         self._name = name
         self._jobs: SimpleQueue[tuple[_Job, _Done | None] | None] = SimpleQueue()
         self._lock = threading.Lock()
-        self._idle = threading.Condition(self._lock)
         self._pending = 0
         self._thread: threading.Thread | None = None
         self._stopped = False
@@ -46,17 +44,21 @@ class Lane:
         with self._lock:
             if self._stopped or (limit is not None and self._pending >= limit):
                 return False
+            self._start()
             self._pending += 1
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._work, name=self._name, daemon=True)
-                self._thread.start()
         self._jobs.put((job, done))
         return True
 
-    def drain(self, deadline: float) -> bool:
-        """Wait until no job is pending or the monotonic ``deadline`` passes; True if drained."""
-        with self._idle:
-            return self._idle.wait_for(lambda: self._pending == 0, timeout=max(0.0, deadline - time.monotonic()))
+    def start(self) -> None:
+        """Start the worker now rather than on first use (threads cannot be started at exit on 3.12)."""
+        with self._lock:
+            self._start()
+
+    def _start(self) -> None:
+        if self._thread is None:
+            thread = threading.Thread(target=self._work, name=self._name, daemon=True)
+            thread.start()
+            self._thread = thread
 
     def stop(self) -> None:
         """Refuse new jobs; the worker exits once the queued ones are done."""
@@ -73,10 +75,8 @@ class Lane:
                 result = job()
             except BaseException:  # jobs guard themselves; this keeps the worker alive whatever slips through
                 log.exception("%s: job failed", self._name)
-            with self._idle:
+            with self._lock:
                 self._pending -= 1
-                if self._pending == 0:
-                    self._idle.notify_all()
             # Only now, with the lane no longer busy, may the waiter learn the result: it may submit
             # the next job at once and must not find this one still counted.
             if done is not None:

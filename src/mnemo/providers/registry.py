@@ -9,8 +9,8 @@ The agent calls the registry from its own thread; the registry decides where eac
   (daemon), so one provider sees its events in order and a slow one never delays the turn.
 - ``on_compress`` runs on non-daemon threads joined under one deadline: the agent is about to discard
   those messages, so an interpreter exit waits for the work to finish.
-- ``shutdown_all`` drains each provider's pending events, then shuts it down, all under one deadline. It
-  also runs when the registry is garbage-collected or at interpreter exit, through a finalizer that
+- ``shutdown_all`` delivers each provider's pending events, then shuts it down, all under one deadline.
+  It also runs when the registry is garbage-collected or at interpreter exit, through a finalizer that
   holds no reference to the registry.
 
 Every call into a provider is isolated: an exception is logged with the provider's name and goes no
@@ -61,16 +61,21 @@ class _Active:
 
 @dataclass(eq=False)
 class _Session:
-    """Everything shutdown needs, kept apart from the registry so the finalizer can hold it alone."""
+    """Everything shutdown needs, kept apart from the registry so the finalizer can hold it alone.
+
+    Shutdown starts no thread: from Python 3.12 none can be started by an exit handler. Each provider
+    is closed on its own event worker, started at initialization, which also puts the close after the
+    events still queued for it.
+    """
 
     shutdown_timeout: float
     active: list[_Active] = field(default_factory=list)
-    # Initialized, then refused (bad capabilities, tool-name collision): they still get shut down.
-    refused: list[tuple[str, MemoryProvider]] = field(default_factory=list)
+    # Providers refused after a successful initialize are shut down at once; these threads do it.
+    refused: list[threading.Thread] = field(default_factory=list)
     closed: bool = False
 
     def shutdown(self) -> None:
-        """Drain, then shut down every initialized provider, all within ``shutdown_timeout``; never raises."""
+        """Close every initialized provider within ``shutdown_timeout`` overall; never raises."""
         try:
             self._shutdown()
         except BaseException:  # at exit or in a finalizer there is no caller left to handle it
@@ -78,25 +83,29 @@ class _Session:
 
     def _shutdown(self) -> None:
         active, self.active = self.active, []
-        refused, self.refused = self.refused, []
         self.closed = True
         deadline = time.monotonic() + self.shutdown_timeout
-        closers = [
-            threading.Thread(target=_close_active, args=(entry, deadline), name=f"mnemo-{entry.name}-shutdown", daemon=True)
-            for entry in active
-        ] + [
-            threading.Thread(
-                target=_guarded, args=(name, provider, "shutdown", ()), name=f"mnemo-{name}-shutdown", daemon=True
-            )
-            for name, provider in refused
-        ]
-        for thread in closers:
-            thread.start()
-        for thread in join_all(closers, deadline):
+        gather = Gather(len(active))
+        for index, entry in enumerate(active):
+            job = functools.partial(_close, entry, deadline)
+            if not entry.event_lane.submit(job, functools.partial(gather.record, index)):
+                gather.record(index, None)
+        for entry, (finished, _) in zip(active, gather.collect(deadline)):
+            if not finished:
+                log.warning("%s: shutdown did not finish within %.1f s; abandoned", entry.name, self.shutdown_timeout)
+        for thread in join_all(self.refused, deadline):
             log.warning("%s: shutdown did not finish within %.1f s; abandoned", _owner(thread), self.shutdown_timeout)
         for entry in active:
             entry.enrich_lane.stop()
             entry.event_lane.stop()
+
+    def refuse(self, name: str, provider: MemoryProvider) -> None:
+        """Shut down an initialized provider that will not serve this session, without waiting for it."""
+        closer = threading.Thread(
+            target=_guarded, args=(name, provider, "shutdown", ()), name=f"mnemo-{name}-shutdown", daemon=True
+        )
+        closer.start()
+        self.refused.append(closer)
 
 
 class ProviderRegistry:
@@ -172,11 +181,12 @@ class ProviderRegistry:
                 self._check_tool_names(name, capabilities)
             except Exception as exc:
                 log.error("%s: refused: %s", name, exc)
-                self._session.refused.append((name, provider))
+                self._session.refuse(name, provider)
                 continue
             entry = _Active(
                 name, provider, capabilities, Lane(f"mnemo-{name}-enrich"), Lane(f"mnemo-{name}-events")
             )
+            entry.event_lane.start()
             self._session.active.append(entry)
             self._by_name[name] = entry
             self._tools.update(dict.fromkeys(capabilities.tool_names, entry))
@@ -345,10 +355,8 @@ def _enrich(name: str, provider: MemoryProvider, user_message: str, history: tup
     return text.strip() or None
 
 
-def _close_active(entry: _Active, deadline: float) -> None:
-    # Pending events first: the last turn must reach an archive before it closes.
-    if not entry.event_lane.drain(deadline):
-        log.warning("%s: events still pending at shutdown", entry.name)
+def _close(entry: _Active, deadline: float) -> None:
+    """Runs on the provider's event worker, so every event queued before it has been delivered."""
     if entry.compressing is not None:
         entry.compressing.join(max(0.0, deadline - time.monotonic()))
     _guarded(entry.name, entry.provider, "shutdown", ())
