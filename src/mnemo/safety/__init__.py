@@ -2,9 +2,24 @@
 
 from __future__ import annotations
 
+from .fence import (
+    MEMORY_CONTEXT_NOTE,
+    MEMORY_CONTEXT_TAG,
+    build_memory_context_block,
+    inject_memory_context,
+    sanitize_context,
+)
 from .scan import Finding, scan
+from .scrub import ContextScrubber, scrub_memory_context
 
 __all__ = [
+    "MEMORY_CONTEXT_NOTE",
+    "MEMORY_CONTEXT_TAG",
+    "ContextScrubber",
     "Finding",
+    "build_memory_context_block",
+    "inject_memory_context",
+    "sanitize_context",
     "scan",
+    "scrub_memory_context",
 ]
