@@ -64,3 +64,18 @@ def test_duplicates_written_by_another_tool_are_not_drift(memories: Path) -> Non
     store.apply("memory", Remove("b"))
     assert store.entries("memory") == ("a",)
     assert list(memories.glob("*.bak")) == []
+
+
+def test_repeated_refusals_reuse_one_backup_until_the_file_changes(memories: Path) -> None:
+    path = _drifted_file(memories)
+    store = loaded(memories)
+    backups = set()
+    for _ in range(3):
+        with pytest.raises(MemoryFileDrifted) as refused:
+            store.apply("memory", Remove("second"))
+        backups.add(refused.value.backup_path)
+    path.write_text(DRIFTED + "\n§\n\n§\nanother append", encoding="utf-8")
+    with pytest.raises(MemoryFileDrifted) as refused:
+        store.apply("memory", Remove("second"))
+    assert len(backups) == 1 and refused.value.backup_path not in backups
+    assert len(list(memories.glob("MEMORY.md.drift-*.bak"))) == 2

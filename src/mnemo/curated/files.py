@@ -86,7 +86,17 @@ class MemoryFile:
         _atomic_write(target, text.encode("utf-8"))
 
     def backup(self, raw: bytes) -> Path:
-        """Save ``raw`` as a timestamped copy next to the file and return its path."""
+        """Save ``raw`` as a timestamped copy next to the file and return its path.
+
+        A model retrying a refused edit would otherwise leave one identical copy per attempt, so an
+        existing backup with the same bytes is reused.
+        """
+        for existing in sorted(self.path.parent.glob(f"{self.path.name}.drift-*.bak"), reverse=True):
+            try:
+                if existing.read_bytes() == raw:
+                    return existing
+            except OSError:
+                continue
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
         backup = self.path.with_name(f"{self.path.name}.drift-{stamp}.bak")
         _atomic_write(backup, raw)
