@@ -102,17 +102,19 @@ class Sleeper(Recorder):
 
 
 class Stuck(Recorder):
-    """A Recorder whose ``enrich_turn`` blocks until the test releases it."""
+    """A Recorder that blocks in the hooks named in ``blocking`` until the test sets ``release``."""
 
-    def __init__(self, name: str, context: Any = None) -> None:
+    def __init__(self, name: str, blocking: tuple[str, ...] = ("enrich_turn",), context: Any = None) -> None:
         super().__init__(name, context=context)
+        self.blocking = blocking
         self.release = threading.Event()
-        self.entered = 0
+        self.entered: dict[str, int] = {}
 
-    def enrich_turn(self, user_message: str, messages: Any) -> Any:
-        self.entered += 1
-        self.release.wait(10)
-        return super().enrich_turn(user_message, messages)
+    def _record(self, hook: str, *args: Any) -> None:
+        if hook in self.blocking:
+            self.entered[hook] = self.entered.get(hook, 0) + 1
+            self.release.wait(10)
+        super()._record(hook, *args)
 
 
 def tool(name: str) -> dict[str, Any]:
