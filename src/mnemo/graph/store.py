@@ -102,7 +102,8 @@ class MemoryGraph:
 
     ``database`` is a path to ``state.db`` (opened and owned here) or an open connection (borrowed:
     :meth:`close` leaves it open). Every read and write is confined to ``scope``. With
-    ``embedder=None`` recall uses full text and the graph only, and is still complete.
+    ``embedder=None`` recall uses full text and the graph only, and is still complete. Each recall first
+    embeds at most ``embed_per_recall`` pending memories.
     """
 
     def __init__(
@@ -112,6 +113,7 @@ class MemoryGraph:
         scope: Scope | None = None,
         embedder: Embedder | None = None,
         max_content_chars: int = MAX_CONTENT_CHARS,
+        embed_per_recall: int = EMBED_PER_RECALL,
         clock: Callable[[], float] = time.time,
     ) -> None:
         if isinstance(database, sqlite3.Connection):
@@ -123,6 +125,7 @@ class MemoryGraph:
         self.scope = scope if scope is not None else Scope()
         self.embedder = embedder
         self.max_content_chars = max_content_chars
+        self.embed_per_recall = embed_per_recall
         self._clock = clock
         self._lock = threading.RLock()
         self._closed = False
@@ -153,7 +156,12 @@ class MemoryGraph:
     def with_scope(self, scope: Scope) -> MemoryGraph:
         """Another view of the same database confined to ``scope`` (shares this graph's connection)."""
         return MemoryGraph(
-            self._conn, scope=scope, embedder=self.embedder, max_content_chars=self.max_content_chars, clock=self._clock
+            self._conn,
+            scope=scope,
+            embedder=self.embedder,
+            max_content_chars=self.max_content_chars,
+            embed_per_recall=self.embed_per_recall,
+            clock=self._clock,
         )
 
     # ----------------------------------------------------------------- validation
@@ -635,7 +643,7 @@ class MemoryGraph:
         wanted = None if types is None else frozenset(parse_memory_type(t, "types") for t in types)
         window = (parse_time(since, "since"), parse_time(until, "until"))
         if self.embedder is not None:
-            self.embed_pending(EMBED_PER_RECALL)
+            self.embed_pending(self.embed_per_recall)
         with self._lock:
             results = _recall.search(
                 self._conn,

@@ -1,0 +1,111 @@
+"""The first hybrid recall: full text, vectors, one hop of graph expansion, importance and recency."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from mnemo.graph import MemoryGraph
+from mnemo.graph.recall import score
+
+from ._support import ConceptEmbedder
+
+
+def test_recall_prefers_the_newest_version_even_when_only_the_old_one_matches(graph):
+    old = graph.remember("The user lives in Paris")
+    new = graph.replace(old.id, "Moved to Berlin in 2025")
+    results = graph.recall("where does the user live")
+    assert [r.memory.id for r in results] == [new.id]
+    assert results[0].via == (old.id, "updates")
+    assert "graph" in results[0].channels
+
+
+def test_recall_can_include_the_superseded_versions(graph):
+    old = graph.remember("The user lives in Paris")
+    new = graph.replace(old.id, "The user lives in Berlin")
+    ids = [r.memory.id for r in graph.recall("user lives", include_superseded=True)]
+    assert set(ids) == {old.id, new.id}
+
+
+def test_graph_expansion_brings_in_a_cause_that_shares_no_words(graph):
+    cause = graph.remember("Flask workers kept timing out under load")
+    decision = graph.remember("We migrated the API to FastAPI", "decision", relations=[(cause.id, "caused_by")])
+    results = {r.memory.id: r for r in graph.recall("why FastAPI migration")}
+    assert results[decision.id].channels.get("fts", 0) > 0
+    assert results[cause.id].via == (decision.id, "caused_by")
+
+
+def test_stronger_relations_pass_on_more_relevance():
+    # Same seed, same weight: the multiplier alone orders the neighbours.
+    from mnemo.graph.recall import HOP_DECAY
+    from mnemo.graph.types import Relation
+
+    passed = {r: 1.0 * r.multiplier * HOP_DECAY for r in Relation}
+    assert passed[Relation.UPDATES] > passed[Relation.CAUSED_BY] > passed[Relation.RELATED_TO]
+    assert passed[Relation.RELATED_TO] > passed[Relation.PART_OF] > passed[Relation.CONTRADICTS]
+
+
+def test_forgotten_memories_are_not_reached_through_edges_either(graph):
+    hidden = graph.remember("Old flaky CI provider")
+    graph.remember("CI moved to GitHub Actions", relations=[(hidden.id, "related_to")])
+    graph.forget(hidden.id)
+    assert hidden.id not in {r.memory.id for r in graph.recall("CI GitHub Actions")}
+
+
+def test_recall_filters_by_type(graph):
+    graph.remember("Prefers tea over coffee", "preference")
+    fact = graph.remember("The office coffee machine is broken", "fact")
+    assert [r.memory.id for r in graph.recall("coffee", types=["fact"])] == [fact.id]
+
+
+def test_recall_filters_by_time_range(graph, clock):
+    clock.now = datetime(2024, 1, 10, tzinfo=timezone.utc).timestamp()
+    graph.remember("Sprint review went well", "event")
+    clock.now = datetime(2024, 3, 10, tzinfo=timezone.utc).timestamp()
+    march = graph.remember("Sprint review was cancelled", "event")
+    clock.now = datetime(2024, 5, 10, tzinfo=timezone.utc).timestamp()
+    graph.remember("Sprint review moved online", "event")
+    found = graph.recall("sprint review", since="2024-03-01", until="2024-03-31")
+    assert [r.memory.id for r in found] == [march.id]
+
+
+def test_importance_breaks_ties_between_equally_relevant_memories(graph):
+    low = graph.remember("Standup is at ten", "observation")
+    high = graph.remember("Standup is at ten", "decision")
+    assert [r.memory.id for r in graph.recall("standup")] == [high.id, low.id]
+
+
+def test_recency_breaks_ties_between_equally_important_memories(graph, clock):
+    older = graph.remember("Lunch order: pizza")
+    clock.advance(90 * 86_400)
+    newer = graph.remember("Lunch order: pizza")
+    assert [r.memory.id for r in graph.recall("pizza lunch")] == [newer.id, older.id]
+
+
+def test_the_score_never_lifts_an_irrelevant_memory():
+    assert score(0.0, 0.0, 0.0, importance=1.0, age_days=0) == 0.0
+    assert score(1.0, 0.0, 0.0, importance=1.0, age_days=0) > score(1.0, 0.0, 0.0, importance=0.0, age_days=0)
+
+
+def test_results_name_the_channels_that_found_them(graph):
+    memory = graph.remember("Kubernetes upgrade planned for June")
+    [result] = graph.recall("kubernetes upgrade")
+    assert result.memory.id == memory.id
+    assert set(result.channels) == {"fts"} and 0 < result.channels["fts"] <= 1
+    assert result.as_dict()["channels"]["fts"] > 0
+
+
+@pytest.mark.parametrize("query", ['"unbalanced', "AND OR NOT", "col:value", "*", "", "-", "(((", "NEAR("])
+def test_hostile_or_empty_queries_return_results_or_nothing_never_an_error(graph, query):
+    graph.remember("A note with col value and unbalanced quotes")
+    assert isinstance(graph.recall(query), list)
+
+
+def test_the_vector_channel_finds_a_memory_that_shares_no_words(db_path, clock):
+    with MemoryGraph(db_path, clock=clock, embedder=ConceptEmbedder()) as graph:
+        pet = graph.remember("We adopted a puppy last spring")
+        graph.remember("The sedan needs new tyres")
+        results = graph.recall("canine")
+    assert [r.memory.id for r in results] == [pet.id]
+    assert set(results[0].channels) == {"vector"}
