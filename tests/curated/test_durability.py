@@ -135,3 +135,13 @@ def test_a_writer_killed_mid_stream_always_leaves_a_parseable_prefix(memories: P
         assert len(entries) >= wanted
         assert entries == [f"entry {i:06d} " + "x" * 200 for i in range(len(entries))]
         assert len(_temp_files(memories)) <= 1
+
+
+def test_a_store_whose_directory_cannot_be_created_refuses_writes_with_an_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "memories"
+    blocker.write_text("a regular file where the directory should be")
+    store = MemoryStore(blocker)
+    store.load()
+    with pytest.raises(MemoryWriteFailed):
+        store.apply("memory", Add("x"))
+    assert blocker.read_text() == "a regular file where the directory should be"

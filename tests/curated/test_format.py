@@ -79,7 +79,7 @@ _entry = _text.map(str.strip).filter(
 )
 
 
-@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(entries=st.lists(_entry, unique=True, max_size=12))
 def test_any_entries_without_the_delimiter_round_trip_through_write_and_load(memories: Path, entries: list[str]) -> None:
     file = MemoryFile(memories / "MEMORY.md")

@@ -175,6 +175,17 @@ class MemoryStore:
                 raise InvalidArgument(field, f"must be Add, Replace or Remove, got {type(op).__name__}")
         file = self._files[target]
         limit = self._limits[target]
+        try:
+            return self._edit_locked(target, ops, batch=batch)
+        except OSError as exc:
+            # Locking, backing up or writing failed: the old file is untouched, and the caller must know.
+            raise MemoryWriteFailed(
+                file.path, exc.strerror or str(exc), target=target, current_entries=self._entries[target], char_limit=limit
+            ) from exc
+
+    def _edit_locked(self, target: str, ops: list[MemoryOp], *, batch: bool) -> MemoryOpOutcome:
+        file = self._files[target]
+        limit = self._limits[target]
         with self._lock, file.locked():
             try:
                 raw = file.read_bytes() or b""
@@ -206,10 +217,7 @@ class MemoryStore:
 
             new_text = join_entries(result)
             if new_text != text:
-                try:
-                    file.write_text(new_text)
-                except OSError as exc:
-                    raise MemoryWriteFailed(file.path, exc.strerror or str(exc), **state) from exc
+                file.write_text(new_text)
             self._entries[target] = tuple(result)
             self._counted_failures = 0
         message = messages[0] if not batch else f"Applied {len(ops)} operations: " + " ".join(messages)
