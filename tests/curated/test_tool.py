@@ -134,7 +134,7 @@ def test_the_fourth_counted_failure_in_a_turn_says_stop_retrying(memories: Path)
     fourth = _no_match(store)
     assert all("stop retrying" not in r["error"] for r in first_three)
     assert "stop retrying and continue with your reply to the user" in fourth["error"]
-    assert fourth["stop_retrying"] is True
+    assert fourth["stop_retrying"] is True and "current_entries" not in fourth
 
 
 def test_over_budget_and_failed_batches_count(memories: Path) -> None:

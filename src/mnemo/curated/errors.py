@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 _PREVIEW_CHARS = 80
 
 
-def preview(entry: str) -> str:
+def _preview(entry: str) -> str:
     """A one-line, bounded rendering of ``entry`` for error messages."""
     flat = " ".join(entry.split())
     return flat if len(flat) <= _PREVIEW_CHARS else flat[: _PREVIEW_CHARS - 1] + "…"
@@ -63,7 +63,7 @@ class NoMatchingEntry(MemoryOpError):
 
     def __init__(self, old_text: str, **state: Any) -> None:
         super().__init__(
-            f"no {state['target']} entry contains {preview(old_text)!r}; use a short unique substring of one of the current entries",
+            f"no {state['target']} entry contains {_preview(old_text)!r}; use a short unique substring of one of the current entries",
             **state,
         )
         self.old_text = old_text
@@ -77,12 +77,12 @@ class AmbiguousMatch(MemoryOpError):
 
     def __init__(self, old_text: str, matches: Sequence[str], **state: Any) -> None:
         super().__init__(
-            f"{len(matches)} different {state['target']} entries contain {preview(old_text)!r}; "
+            f"{len(matches)} different {state['target']} entries contain {_preview(old_text)!r}; "
             "make old_text specific to one of them",
             **state,
         )
         self.old_text = old_text
-        self.matches: tuple[str, ...] = tuple(preview(m) for m in matches)
+        self.matches: tuple[str, ...] = tuple(_preview(m) for m in matches)
 
     def details(self) -> dict[str, Any]:
         return {**super().details(), "matches": list(self.matches)}

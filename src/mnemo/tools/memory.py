@@ -145,7 +145,8 @@ def handle_memory_call(store: MemoryStore, arguments: Any) -> str:
         if _counted(exc, batch):
             count = store.count_failure()
             if count >= RETRY_BRAKE_AT:
-                return failure(_STOP_RETRYING.format(count=count), stop_retrying=True, **details)
+                # No entries or hints here: anything actionable would invite yet another attempt.
+                return failure(_STOP_RETRYING.format(count=count), target=target, stop_retrying=True)
         message = str(exc)
         if exc.op_index is not None:
             message = f"batch refused at operation {exc.op_index}, nothing applied: {message}"
