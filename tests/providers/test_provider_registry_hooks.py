@@ -270,3 +270,14 @@ def test_a_provider_keeps_working_after_raising(session):
     registry = session(Flaky("flaky", context="back"))
     assert registry.enrich_turn("one", []) == []
     assert registry.enrich_turn("two", []) == [("flaky", "back")]
+
+
+def test_events_for_a_hung_provider_are_dropped_beyond_a_bounded_backlog(session, caplog):
+    hung = Stuck("hung", blocking=("on_turn_complete",))
+    registry = session(hung, shutdown_timeout=0.5)
+    for turn in range(1000):
+        registry.on_turn_complete(f"q{turn}", "a")
+    assert "dropped" not in caplog.text
+    registry.on_turn_complete("one too many", "a")
+    assert "hung: on_turn_complete dropped: the provider is not keeping up" in caplog.text
+    hung.release.set()
