@@ -1,6 +1,7 @@
 """OpenAICompatibleLLM against a real local chat-completions server: what goes on the wire, what comes back."""
 
 import asyncio
+import gc
 import json
 import time
 
@@ -128,6 +129,32 @@ def test_acomplete_works_across_successive_event_loops(server, llm):
     server.enqueue(Reply.text("one"), Reply.text("two"), Reply.text("three"))
     answers = [asyncio.run(llm.acomplete(USER)).content for _ in range(3)]
     assert answers == ["one", "two", "three"]
+
+
+def test_successive_event_loops_leave_no_connection_to_close_from_the_wrong_loop(server, llm, caplog):
+    server.handler = lambda body: Reply.text("ok")
+
+    async def ask_and_collect():
+        # Collecting garbage inside a live loop is where a client of a finished loop would fail to close.
+        gc.collect()
+        return await llm.acomplete(USER)
+
+    for _ in range(4):
+        asyncio.run(ask_and_collect())
+    gc.collect()
+    assert [record.getMessage() for record in caplog.records if record.name == "asyncio"] == []
+
+
+def test_aclose_then_acomplete_in_the_same_loop_opens_a_fresh_client(server, llm):
+    server.handler = lambda body: Reply.text("ok")
+
+    async def run():
+        await llm.acomplete(USER)
+        await llm.aclose()
+        await llm.aclose()
+        return await llm.acomplete(USER)
+
+    assert asyncio.run(run()).content == "ok"
 
 
 def test_concurrent_acomplete_calls_in_one_loop_all_get_answers(server, llm):

@@ -8,7 +8,7 @@ import os
 import threading
 import uuid
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import openai
@@ -69,10 +69,10 @@ class OpenAICompatibleLLM:
         self._client = openai.OpenAI(**self._client_options())
         # One async client per event loop: pooled async connections belong to the loop that opened them,
         # and callers routinely run several loops over a client's life (asyncio.run per turn or per test).
-        # Building a client costs ~40 ms (TLS context), so it is not done per call either.
-        self._async_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, openai.AsyncOpenAI] = (
-            weakref.WeakKeyDictionary()
-        )
+        # A client per call would be simpler but costs ~40 ms each (the TLS trust store is loaded anew).
+        self._async_clients: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, tuple[openai.AsyncOpenAI, AsyncGenerator[None, None]]
+        ] = weakref.WeakKeyDictionary()
         self._async_lock = threading.Lock()
 
     @classmethod
@@ -119,7 +119,7 @@ class OpenAICompatibleLLM:
     ) -> ChatResponse:
         """The same request as :meth:`complete`, without blocking the event loop."""
         request = self._request(messages, tools)
-        client = self._async_client()
+        client = await self._async_client()
         try:
             completion = await client.chat.completions.create(**request)
         except _CLIENT_FAILURES as exc:
@@ -134,18 +134,19 @@ class OpenAICompatibleLLM:
             raise self._error(exc) from exc
 
     def close(self) -> None:
-        """Release pooled connections; idempotent. Async clients are dropped: use :meth:`aclose` inside
-        the event loop to close the current loop's connections cleanly."""
+        """Release the pooled connections of synchronous calls; idempotent.
+
+        Async connections are closed by their own event loop when it shuts down (``asyncio.run`` does
+        this); :meth:`aclose` closes the running loop's ones at once.
+        """
         self._client.close()
-        with self._async_lock:
-            self._async_clients.clear()
 
     async def aclose(self) -> None:
-        """:meth:`close`, also closing the running loop's async connections; idempotent."""
+        """:meth:`close`, and close the running loop's async connections now; idempotent."""
         with self._async_lock:
-            client = self._async_clients.pop(asyncio.get_running_loop(), None)
-        if client is not None:
-            await client.close()
+            entry = self._async_clients.pop(asyncio.get_running_loop(), None)
+        if entry is not None:
+            await entry[1].aclose()
         self.close()
 
     def __enter__(self) -> OpenAICompatibleLLM:
@@ -154,16 +155,23 @@ class OpenAICompatibleLLM:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def _async_client(self) -> openai.AsyncOpenAI:
+    async def _async_client(self) -> openai.AsyncOpenAI:
         loop = asyncio.get_running_loop()
         with self._async_lock:
-            client = self._async_clients.get(loop)
-            if client is None:
-                # Clients of finished loops can never be used again; forget them now rather than at GC.
-                for finished in [known for known in self._async_clients if known.is_closed()]:
-                    del self._async_clients[finished]
-                client = self._async_clients[loop] = openai.AsyncOpenAI(**self._client_options())
-            return client
+            entry = self._async_clients.get(loop)
+            if entry is not None:
+                return entry[0]
+            # Entries of finished loops were closed by their loop's shutdown (below); drop them.
+            for finished in [known for known in self._async_clients if known.is_closed()]:
+                del self._async_clients[finished]
+            client = openai.AsyncOpenAI(**self._client_options())
+            closer = _close_at_loop_shutdown(client)
+            self._async_clients[loop] = (client, closer)
+        # Starting the generator enrols it with this loop, whose shutdown_asyncgens() (run by asyncio.run)
+        # then closes the client inside the loop that owns its connections: closing it later, from
+        # another loop or from a garbage collector, fails with "Event loop is closed".
+        await closer.__anext__()
+        return client
 
     def _client_options(self) -> dict[str, Any]:
         return {"base_url": self.base_url, "api_key": self._api_key, "timeout": self.timeout,
@@ -195,6 +203,13 @@ class OpenAICompatibleLLM:
         if not isinstance(exc, openai.OpenAIError):
             return LLMError(f"LLM endpoint {where} sent an unreadable response: {_one_line(str(exc))}")
         return LLMError(f"LLM request to {where} failed: {_one_line(str(exc)) or type(exc).__name__}")
+
+
+async def _close_at_loop_shutdown(client: openai.AsyncOpenAI) -> AsyncGenerator[None, None]:
+    try:
+        yield
+    finally:
+        await client.close()
 
 
 def _status_message(exc: openai.APIStatusError) -> str:
