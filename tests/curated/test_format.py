@@ -7,7 +7,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mnemo import ENTRY_DELIMITER, Add, MemoryStore, load_settings
+from mnemo import ENTRY_DELIMITER, Add, MemoryStore, Remove, load_settings
 from mnemo.curated.files import MemoryFile
 
 from .conftest import loaded, seed
@@ -86,3 +86,11 @@ def test_any_entries_without_the_delimiter_round_trip_through_write_and_load(mem
     with file.locked():
         file.write_text(ENTRY_DELIMITER.join(entries))
     assert loaded(memories).entries("memory") == tuple(entries)
+
+
+def test_crlf_line_ends_are_tolerated(memories: Path) -> None:
+    (memories / "MEMORY.md").write_bytes(b"saved on windows\r\n\xc2\xa7\r\nsecond line\r\n")
+    store = loaded(memories)
+    assert store.entries("memory") == ("saved on windows", "second line")
+    store.apply("memory", Remove("second"))
+    assert (memories / "MEMORY.md").read_bytes() == b"saved on windows"

@@ -1,7 +1,7 @@
 """The on-disk entry format shared with Hermes Agent: entries joined by ``ENTRY_DELIMITER``.
 
 A file splits only on the full delimiter, so an entry may hold a lone ``§`` or several lines. Parsing
-strips each piece and drops empty ones; joining is the exact inverse for any list of stripped, non-empty
+tolerates a UTF-8 BOM and CRLF line ends, strips each piece and drops empty ones; joining is the exact inverse for any list of stripped, non-empty
 entries free of the delimiter.
 """
 
@@ -14,14 +14,15 @@ ENTRY_DELIMITER = "\n§\n"
 _BOM = "\ufeff"
 
 
-def strip_bom(text: str) -> str:
-    """``text`` without a leading UTF-8 byte-order mark (editors on some systems add one)."""
-    return text[1:] if text.startswith(_BOM) else text
+def normalise(text: str) -> str:
+    """``text`` without a leading byte-order mark and with LF line ends, as editors on Windows may save it."""
+    text = text[1:] if text.startswith(_BOM) else text
+    return text.replace("\r\n", "\n")
 
 
 def parse_entries(text: str) -> list[str]:
     """Split file text into entries, in file order, duplicates kept."""
-    pieces = strip_bom(text).split(ENTRY_DELIMITER)
+    pieces = normalise(text).split(ENTRY_DELIMITER)
     return [piece.strip() for piece in pieces if piece.strip()]
 
 
@@ -46,4 +47,4 @@ def survives_round_trip(text: str) -> bool:
     False means a rewrite would silently reshape what someone put in the file by hand (stray
     delimiters, padding around entries), which the drift guard refuses to do.
     """
-    return join_entries(parse_entries(text)) == strip_bom(text).strip()
+    return join_entries(parse_entries(text)) == normalise(text).strip()
