@@ -13,6 +13,7 @@ explicit way to really delete.
 
 from __future__ import annotations
 
+import copy
 import logging
 import sqlite3
 import threading
@@ -154,15 +155,13 @@ class MemoryGraph:
             yield conn
 
     def with_scope(self, scope: Scope) -> MemoryGraph:
-        """Another view of the same database confined to ``scope`` (shares this graph's connection)."""
-        return MemoryGraph(
-            self._conn,
-            scope=scope,
-            embedder=self.embedder,
-            max_content_chars=self.max_content_chars,
-            embed_per_recall=self.embed_per_recall,
-            clock=self._clock,
-        )
+        """Another view of the same database confined to ``scope``. It shares this graph's connection and
+        lock (closing the view leaves the connection open)."""
+        view = copy.copy(self)
+        view.scope = scope
+        view._owns_connection = False
+        view._closed = False
+        return view
 
     # ----------------------------------------------------------------- validation
 
@@ -331,7 +330,9 @@ class MemoryGraph:
                     f" WHERE {SCOPE_CLAUSE} AND v.model = ? AND v.dim = ?",
                     (*params, self.embedder.name, self.embedder.dim),
                 ).fetchone()[0]
-        total = self._conn.execute(f"SELECT COUNT(*) FROM graph_memories m WHERE {SCOPE_CLAUSE}", params).fetchone()[0]
+            total = self._conn.execute(
+                f"SELECT COUNT(*) FROM graph_memories m WHERE {SCOPE_CLAUSE}", params
+            ).fetchone()[0]
         return {
             "memories": total,
             "active": sum(by_type.values()),
