@@ -233,4 +233,4 @@ def test_a_raising_capabilities_call_refuses_only_that_provider(registry, caplog
     registry.register(Raising("raising"))
     registry.initialize_all("s", {})
     assert names(registry) == ["raising"]
-    assert "opaque: refused" in caplog.text
+    assert "opaque: refused: capabilities() failed: KeyError" in caplog.text

@@ -178,9 +178,13 @@ class ProviderRegistry:
                 continue
             try:
                 capabilities = ProviderCapabilities.from_declared(provider.capabilities())
-                self._check_tool_names(name, capabilities)
-            except Exception as exc:
+                self._check_tool_names(capabilities)
+            except ProviderError as exc:
                 log.error("%s: refused: %s", name, exc)
+                self._session.refuse(name, provider)
+                continue
+            except Exception as exc:
+                log.error("%s: refused: capabilities() failed: %s: %s", name, type(exc).__name__, exc, exc_info=True)
                 self._session.refuse(name, provider)
                 continue
             entry = _Active(
@@ -203,7 +207,7 @@ class ProviderRegistry:
             return False
         return True
 
-    def _check_tool_names(self, name: str, capabilities: ProviderCapabilities) -> None:
+    def _check_tool_names(self, capabilities: ProviderCapabilities) -> None:
         for tool in sorted(capabilities.tool_names):
             if tool in self._reserved:
                 raise ProviderError(f"tool {tool!r} is reserved by mnemo")
