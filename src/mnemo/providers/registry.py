@@ -179,12 +179,9 @@ class ProviderRegistry:
             try:
                 capabilities = ProviderCapabilities.from_declared(provider.capabilities())
                 self._check_tool_names(capabilities)
-            except ProviderError as exc:
-                log.error("%s: refused: %s", name, exc)
-                self._session.refuse(name, provider)
-                continue
             except Exception as exc:
-                log.error("%s: refused: capabilities() failed: %s: %s", name, type(exc).__name__, exc, exc_info=True)
+                reason = exc if isinstance(exc, ProviderError) else f"capabilities() failed: {type(exc).__name__}: {exc}"
+                log.error("%s: refused: %s", name, reason)
                 self._session.refuse(name, provider)
                 continue
             entry = _Active(
