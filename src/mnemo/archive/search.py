@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import InvalidArgument
-from ..retrieval import cjk_ngrams, has_cjk, or_query, parse_query
+from ..retrieval import cjk_ngrams, has_cjk, parse_query, term_phrases
 from .records import HIDDEN_SOURCES
 
 HIGHLIGHT = ("**", "**")
@@ -21,6 +21,11 @@ SORTS = ("relevance", "newest", "oldest")
 # the same word inside a JSON argument.
 _BM25 = "bm25(messages_fts, 1.0, 0.6, 0.4)"
 _SNIPPET_TOKENS = 16
+# Ranking cost grows with the number of matching rows (bm25 reads every match's positions), so a
+# query whose terms are common everywhere is ranked within a bounded candidate set: globally over
+# its rarer terms, and over every term within the most recent stretch of the archive. This many
+# matches per term is the budget; below it, ranking is exact and global.
+MATCH_BUDGET = 1000
 _LIKE_SNIPPET_CHARS = 40
 
 
@@ -67,11 +72,17 @@ class Filters:
 
 @dataclass(frozen=True)
 class Match:
-    """A matching message id with its score (lower is better) and highlighted snippet."""
+    """A matching message id with its score (lower is better) and highlighted snippet.
+
+    ``table`` and ``fts_query`` say which index matched, so the snippet can be computed later and
+    only for the matches actually returned.
+    """
 
     message_id: int
     score: float
-    snippet: str
+    snippet: str | None = None
+    table: str = ""
+    fts_query: str = ""
 
 
 def _order(sort: str, score: str) -> str:
@@ -84,9 +95,12 @@ def _order(sort: str, score: str) -> str:
 
 def _fts_matches(
     conn: sqlite3.Connection, table: str, score: str, fts_query: str, filters: Filters, sort: str, limit: int,
-    extra_where: str = "", extra_params: Sequence[object] = (),
+    extra_where: str = "", extra_params: Sequence[object] = (), min_rowid: int | None = None,
 ) -> list[tuple[int, float]]:
     where, params = filters.sql()
+    if min_rowid is not None:
+        extra_where += f" AND {table}.rowid >= ?"
+        extra_params = (*extra_params, min_rowid)
     rows = conn.execute(
         f"SELECT m.id, {score} AS score FROM {table} JOIN messages m ON m.id = {table}.rowid "
         f"JOIN sessions s ON s.id = m.session_id WHERE {table} MATCH ? AND {where}{extra_where} "
@@ -146,17 +160,65 @@ class Searcher:
             return []
         if parsed.cjk:
             return self._find_cjk(list(parsed.pieces), parsed.explicit, limit, filters, sort)
-        found = self._run_fts(parsed.strict, limit, filters, sort)
-        if len(found) < limit and not parsed.explicit and parsed.terms:
-            fallback = or_query(parsed.terms)
-            if fallback and fallback != parsed.strict:
-                found = _merge(found, self._run_fts(fallback, limit, filters, sort), limit)
+        if parsed.explicit:
+            return self._run_fts(parsed.strict, limit, filters, sort)
+        found = self._bounded(list(parsed.phrases), " ", limit, filters, sort)
+        if len(found) < limit and parsed.terms:
+            fallback = term_phrases(parsed.terms)
+            if fallback and (fallback != list(parsed.phrases) or len(fallback) > 1):
+                found = _merge(found, self._bounded(fallback, " OR ", limit, filters, sort), limit)
         return found
 
-    def _run_fts(self, fts_query: str, limit: int, filters: Filters, sort: str) -> list[Match]:
-        ranked = _fts_matches(self._conn, "messages_fts", _BM25, fts_query, filters, sort, limit)
-        snippets = _snippets(self._conn, "messages_fts", fts_query, (mid for mid, _ in ranked))
-        return [Match(mid, score, snippets.get(mid, "")) for mid, score in ranked]
+    def _run_fts(self, fts_query: str, limit: int, filters: Filters, sort: str, min_rowid: int | None = None) -> list[Match]:
+        ranked = _fts_matches(self._conn, "messages_fts", _BM25, fts_query, filters, sort, limit, min_rowid=min_rowid)
+        return [Match(mid, score, None, "messages_fts", fts_query) for mid, score in ranked]
+
+    def _probe(self, phrase: str) -> int | None:
+        """None when ``phrase`` matches fewer rows than the budget, else the rowid above which its
+        ``MATCH_BUDGET`` most recent matches lie (an index-only walk, cheap and bounded)."""
+        rows = self._conn.execute(
+            "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rowid DESC LIMIT ?",
+            (phrase, MATCH_BUDGET),
+        ).fetchall()
+        return rows[-1][0] if len(rows) >= MATCH_BUDGET else None
+
+    def _bounded(self, phrases: list[str], joiner: str, limit: int, filters: Filters, sort: str) -> list[Match]:
+        """Run ``phrases`` joined by ``joiner`` (implicit AND or OR) within the match budget."""
+        if not phrases:
+            return []
+        full = joiner.join(phrases)
+        probes = {phrase: self._probe(phrase) for phrase in phrases}
+        common = {p: start for p, start in probes.items() if start is not None}
+        if joiner == " " and len(common) < len(phrases):
+            return self._run_fts(full, limit, filters, sort)  # an AND is no bigger than its rarest term
+        if not common:
+            return self._run_fts(full, limit, filters, sort)
+        rare = [p for p in phrases if p not in common]
+        # Within [start, newest] every common term has at most MATCH_BUDGET matches.
+        start = min(common.values()) if joiner == " " else max(common.values())
+        for _ in range(3):
+            found = self._run_fts(full, limit, filters, sort, min_rowid=start)
+            if rare:
+                found = _best(found, self._run_fts(" OR ".join(rare), limit, filters, sort), limit, sort)
+            if len(found) >= limit or start <= 1:
+                return found
+            start //= 4  # filters left too few in the window: widen it towards the oldest rows
+        return self._run_fts(full, limit, filters, sort)
+
+    def with_snippets(self, matches: Sequence[Match]) -> list[Match]:
+        """``matches`` with their highlighted snippets filled in."""
+        pending: dict[tuple[str, str], list[int]] = {}
+        for match in matches:
+            if match.snippet is None:
+                pending.setdefault((match.table, match.fts_query), []).append(match.message_id)
+        found: dict[tuple[str, str, int], str] = {}
+        for (table, fts_query), ids in pending.items():
+            for mid, text in _snippets(self._conn, table, fts_query, ids).items():
+                found[(table, fts_query, mid)] = text
+        return [
+            m if m.snippet is not None else replace(m, snippet=found.get((m.table, m.fts_query, m.message_id), ""))
+            for m in matches
+        ]
 
     # -- CJK --------------------------------------------------------------------------------------
 
@@ -178,8 +240,7 @@ class Searcher:
             ranked = _fts_matches(
                 self._conn, "messages_cjk", "bm25(messages_cjk)", fts_query, filters, sort, limit, likes, like_params
             )
-            snippets = _snippets(self._conn, "messages_cjk", fts_query, (mid for mid, _ in ranked))
-            return [Match(mid, score, snippets.get(mid, "")) for mid, score in ranked]
+            return [Match(mid, score, None, "messages_cjk", fts_query) for mid, score in ranked]
         return self._like(short_terms, " AND ", limit, filters, sort)
 
     def _cjk_any(self, grams: list[str], short_terms: list[str], limit: int, filters: Filters, sort: str) -> list[Match]:
@@ -187,8 +248,7 @@ class Searcher:
         if grams:
             fts_query = " OR ".join(dict.fromkeys(_trigram_quote(g) for g in grams))
             ranked = _fts_matches(self._conn, "messages_cjk", "bm25(messages_cjk)", fts_query, filters, sort, limit)
-            snippets = _snippets(self._conn, "messages_cjk", fts_query, (mid for mid, _ in ranked))
-            found = [Match(mid, score, snippets.get(mid, "")) for mid, score in ranked]
+            found = [Match(mid, score, None, "messages_cjk", fts_query) for mid, score in ranked]
         if short_terms and len(found) < limit:
             found = _merge(found, self._like(short_terms, " OR ", limit, filters, sort), limit)
         return found
@@ -208,6 +268,23 @@ class Searcher:
 
 def _trigram_quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
+
+
+def _best(first: list[Match], second: list[Match], limit: int, sort: str) -> list[Match]:
+    """Union of two rankings of the same query family, best score (or time order) first.
+
+    bm25 takes its statistics from the whole index, so a score over a subset of the query's terms is
+    a lower bound of the full score and the two lists can be compared directly."""
+    best: dict[int, Match] = {}
+    for match in (*first, *second):
+        if match.message_id not in best or match.score < best[match.message_id].score:
+            best[match.message_id] = match
+    ordered = sorted(best.values(), key=lambda m: (m.score, -m.message_id))
+    if sort == "newest":
+        ordered.sort(key=lambda m: -m.message_id)
+    elif sort == "oldest":
+        ordered.sort(key=lambda m: m.message_id)
+    return ordered[:limit]
 
 
 def _merge(first: list[Match], second: list[Match], limit: int) -> list[Match]:

@@ -13,9 +13,9 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .. import _db
 from ..errors import InvalidArgument, MnemoError
@@ -32,6 +32,8 @@ from .records import (
 from .search import SORTS, Filters, Match, Searcher
 
 log = logging.getLogger("mnemo.archive")
+
+T = TypeVar("T")
 
 MAX_LIMIT = 100
 _HITS_PER_CANDIDATE_SESSION = 8
@@ -385,17 +387,24 @@ class SessionArchive:
             sessions=(session_id,) if session_id else (),
         )
 
-    def _find(self, query: str, limit: int, filters: Filters, sort: str) -> list[Match]:
+    def _read_index(self, work: Callable[[Searcher], T]) -> T:
+        # A damaged full-text index must not make search fail: rebuild it from the messages and retry once.
         with self._lock:
             searcher = Searcher(self._db, trigram=self._trigram)
             try:
-                return searcher.find(query, limit=limit, filters=filters, sort=sort)
+                return work(searcher)
             except sqlite3.DatabaseError as exc:
                 if not _is_corruption(exc):
                     raise _db.DatabaseError(f"search failed: {exc}") from exc
                 log.warning("%s: full-text index damaged (%s); rebuilding it from the messages", self.path, exc)
                 self.rebuild_index()
-                return searcher.find(query, limit=limit, filters=filters, sort=sort)
+                return work(searcher)
+
+    def _find(self, query: str, limit: int, filters: Filters, sort: str) -> list[Match]:
+        return self._read_index(lambda searcher: searcher.find(query, limit=limit, filters=filters, sort=sort))
+
+    def _snippets(self, matches: Sequence[Match]) -> list[Match]:
+        return self._read_index(lambda searcher: searcher.with_snippets(matches))
 
     def search_messages(
         self,
@@ -417,7 +426,7 @@ class SessionArchive:
         if sort not in SORTS:
             raise InvalidArgument("sort", f"must be one of {', '.join(SORTS)}")
         filters = self._filters(role, source, include_hidden, since, until, exclude_session, session_id)
-        return self._hits(self._find(query, limit, filters, sort), context)
+        return self._hits(self._snippets(self._find(query, limit, filters, sort)), context)
 
     def search(
         self,
@@ -464,7 +473,7 @@ class SessionArchive:
         results = []
         for root, bucket in groups.items():
             info = self.get_session(root)
-            hits = self._hits(bucket, context)
+            hits = self._hits(self._snippets(bucket), context)
             if info is not None and hits:
                 results.append(SessionHits(root=info, hits=tuple(hits)))
         return results
@@ -485,7 +494,7 @@ class SessionArchive:
                 sessions[message.session_id] = info
             before = self.messages(message.session_id, before_id=message.id, limit=context, newest_first=True) if context else []
             after = self.messages(message.session_id, after_id=message.id, limit=context) if context else []
-            hits.append(Hit(message, sessions[message.session_id], match.snippet, match.score, tuple(before), tuple(after)))
+            hits.append(Hit(message, sessions[message.session_id], match.snippet or "", match.score, tuple(before), tuple(after)))
         return hits
 
     # -- index health ------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from .query import (
     parse_query,
     quote,
     sanitize,
+    term_phrases,
 )
 
 __all__ = [
@@ -25,4 +26,5 @@ __all__ = [
     "parse_query",
     "quote",
     "sanitize",
+    "term_phrases",
 ]

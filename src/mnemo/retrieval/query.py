@@ -67,6 +67,7 @@ class ParsedQuery:
     explicit: bool = False
     cjk: bool = False
     pieces: tuple[str, ...] = field(default=(), repr=False)
+    phrases: tuple[str, ...] = field(default=(), repr=False)
 
     @property
     def empty(self) -> bool:
@@ -136,6 +137,7 @@ def parse_query(text: object, *, max_chars: int = MAX_QUERY_CHARS, max_terms: in
         words_seen.append(word)
 
     parts: list[str] = []
+    phrases: list[str] = []
     explicit = False
     pending: str | None = None
     term_count = 0
@@ -151,6 +153,7 @@ def parse_query(text: object, *, max_chars: int = MAX_QUERY_CHARS, max_terms: in
             explicit = True
             pending = None
         parts.append(value)
+        phrases.append(value)
         term_count += 1
     strict = " ".join(parts)
     explicit = explicit or typed_phrase
@@ -160,6 +163,7 @@ def parse_query(text: object, *, max_chars: int = MAX_QUERY_CHARS, max_terms: in
         explicit=explicit,
         cjk=has_cjk(strict),
         pieces=tuple(words_seen),
+        phrases=tuple(phrases),
     )
 
 
@@ -191,10 +195,14 @@ def meaningful_terms(text: object, *, max_terms: int = MAX_TERMS) -> list[str]:
     return list(seen)
 
 
+def term_phrases(terms: list[str] | tuple[str, ...]) -> list[str]:
+    """``terms`` as distinct quoted FTS5 strings (empty ones dropped)."""
+    return list(dict.fromkeys(q for q in (quote(t) for t in terms) if q != '""'))
+
+
 def or_query(terms: list[str] | tuple[str, ...]) -> str:
     """A ranked-OR FTS5 query over ``terms`` (each quoted), or ``""``."""
-    quoted = [q for q in (quote(t) for t in terms) if q != '""']
-    return " OR ".join(dict.fromkeys(quoted))
+    return " OR ".join(term_phrases(terms))
 
 
 def cjk_ngrams(term: str, n: int = 3) -> list[str]:
