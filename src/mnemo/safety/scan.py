@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = [
     "CATEGORIES",
@@ -132,59 +133,96 @@ _SECRET_VARIABLE = (
     r"\$\{?[A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIALS?)[A-Z0-9_]*\}?"
 )
 _NETWORK_TOOL = (
-    r"\b(?:curl|wget|nc|ncat|netcat|socat|telnet|scp|sftp|rsync|ftp|http|https|xh"
+    r"\b(?:curl|wget|nc|ncat|netcat|socat|telnet|scp|sftp|rsync|ftp"
     r"|Invoke-WebRequest|Invoke-RestMethod|iwr|irm)\b"
 )
 _SUBSTITUTION = r"(?:\$\(|`)"
+# Command substitutions that gather something worth stealing (not ``$(date +%F)``).
+_RECON = (
+    rf"{_SUBSTITUTION}\s*(?:cat|env|printenv|whoami|id|hostname|uname|history|base64|tar|xxd|head|tail|ls"
+    r"|find|pwd|ifconfig|ip\s+a)\b"
+)
 
-_RULES: tuple[tuple[str, str, str], ...] = (
+# Lower-case literals, one of which each rule's match necessarily contains: a plain-text note skips most
+# patterns after a few substring tests, which keeps the scan cheap without weakening any rule.
+_TOOL_WORDS = (
+    "curl", "wget", "nc", "netcat", "socat", "telnet", "scp", "sftp", "rsync", "ftp", "invoke-", "iwr", "irm",
+)
+_CREDENTIAL_WORDS = (
+    "id_", ".env", ".aws/credentials", "/etc/", ".netrc", ".git-credentials", ".pgpass", ".pypirc", ".npmrc",
+    ".kube/config", ".docker/config.json", "gh/hosts.yml",
+)
+
+
+class _Rule(NamedTuple):
+    category: str
+    name: str
+    needs: tuple[tuple[str, ...], ...]
+    """Every group must have a member in the lower-cased text for the pattern to be tried."""
+    pattern: re.Pattern[str]
+
+
+_RULES: tuple[tuple[str, str, tuple[tuple[str, ...], ...], str], ...] = (
     # --- prompt injection
     (
         PROMPT_INJECTION,
         "ignore_instructions",
+        (("ignore", "disregard", "forget", "override", "bypass", "abandon", "discard"),),
         rf"\b(?:ignore|disregard|forget|override|bypass|abandon|discard)\s+(?:{_FILLER}\s+){{0,3}}"
         rf"{_ANCHOR}\s+(?:{_FILLER}\s+|{_ANCHOR}\s+){{0,3}}{_INSTRUCTIONS}\b",
     ),
     (
         PROMPT_INJECTION,
         "ignore_everything_above",
+        (("ignore", "disregard", "forget"),),
         r"\b(?:ignore|disregard|forget)\s+(?:(?:everything|anything|all)\s+(?:above|before|prior|previously"
         r"|you\s+(?:were|have\s+been)\s+told|you\s+know)|(?:the|all\s+the)\s+(?:above|foregoing))\b",
     ),
     (
         PROMPT_INJECTION,
         "you_are_now",
-        r"\byou\s+are\s+now\s+(?:a|an|the|my|no\s+longer|free|unrestricted|unfiltered|uncensored|jailbroken"
-        r"|dan|evil|operating|acting|in\s+(?:developer|god|admin|jailbreak|dan|unrestricted|debug)\s+mode)\b",
+        (("now",),),
+        # A new persona or freedom for the model, not "you are now the maintainer of the docs repo".
+        r"\byou\s+are\s+now\s+(?:(?:a|an|the|my)\s+)?(?:(?:unrestricted|unfiltered|uncensored|jailbroken|evil"
+        r"|rogue|different|new|malicious)\s+)?(?:dan|ai|assistant|bot|chatbot|model|character|persona|entity"
+        r"|hacker)\b"
+        r"|\byou\s+are\s+now\s+(?:no\s+longer|free|unrestricted|unfiltered|uncensored|jailbroken|dan|evil"
+        r"|operating\s+as|acting\s+as|in\s+(?:developer|god|admin|jailbreak|dan|unrestricted|debug)\s+mode)\b",
     ),
     (
         PROMPT_INJECTION,
         "from_now_on",
+        (("now",),),
         r"\bfrom\s+now\s+on,?\s+(?:you\s+(?:are|will|must|shall|should)|act\s+as|respond\s+as|ignore|always\s+obey)\b",
     ),
     (
         PROMPT_INJECTION,
         "new_system_prompt",
+        (("system",),),
         r"\b(?:new|updated|revised|real|actual|true|hidden|secret|override|replacement)\s+system\s+"
         r"(?:prompt|instructions?|message|directive)s?\b",
     ),
     (
         PROMPT_INJECTION,
         "new_instructions",
+        (("your",),),
         r"\byour\s+(?:new|real|actual|true|updated|only)\s+(?:instructions?|task|goal|objective|purpose"
         r"|directive|mission)s?\s+(?:is|are|now)\b",
     ),
     (
         PROMPT_INJECTION,
         "conceal_from_user",
-        r"\b(?:do\s+not|don'?t|never|without)\s+(?:tell(?:ing)?|inform(?:ing)?|notify(?:ing)?|alert(?:ing)?"
-        r"|mention(?:ing)?|reveal(?:ing)?|show(?:ing)?|let(?:ting)?|warn(?:ing)?)\s+(?:this\s+)?(?:to\s+)?"
-        r"the\s+(?:user|human|operator)\b"
+        (("user", "human", "operator"),),
+        # "Never show the user raw stack traces" is a preference; hiding *this* from them is not.
+        r"\b(?:do\s+not|don'?t|never|without)\s+(?:tell(?:ing)?|inform(?:ing)?|notify(?:ing)?|reveal(?:ing)?)"
+        r"\s+(?:this\s+)?(?:to\s+)?the\s+(?:user|human|operator)\b(?!['\u2019]s)"
+        r"|\b(?:do\s+not|don'?t|never|without)\s+let(?:ting)?\s+the\s+(?:user|human)\s+know\b"
         r"|\b(?:keep|hide)\s+(?:this|it|these|the\s+following)\s+(?:secret\s+|hidden\s+)?from\s+the\s+(?:user|human)\b",
     ),
     (
         PROMPT_INJECTION,
         "reveal_system_prompt",
+        (("your",),),
         r"\b(?:reveal|print|output|repeat|leak|dump|disclose|recite)\s+(?:all\s+of\s+|back\s+)?your\s+"
         r"(?:(?:full|entire|hidden|original|initial|secret)\s+)*(?:system\s+prompt|instructions|initial\s+prompt"
         r"|hidden\s+prompt|prompt)\b",
@@ -192,6 +230,7 @@ _RULES: tuple[tuple[str, str, str], ...] = (
     (
         PROMPT_INJECTION,
         "jailbreak_mode",
+        (("mode", "anything", "act", "pretend"),),
         r"\b(?:developer|jailbreak|dan|god)\s+mode\s+(?:enabled|activated|on)\b"
         r"|\bdo\s+anything\s+now\b"
         r"|\bact\s+as\s+(?:an?\s+)?(?:unrestricted|unfiltered|uncensored|jailbroken)\b"
@@ -201,21 +240,24 @@ _RULES: tuple[tuple[str, str, str], ...] = (
     (
         ROLE_HIJACK,
         "chat_template_token",
+        (("<|", "inst]", "sys>>", "_of_turn>"),),
         r"<\|\s*[a-z][a-z_ -]{1,30}\s*\|>"
         r"|\[/?INST\]|<</?SYS>>|<(?:start|end)_of_turn>",
     ),
     (
         ROLE_HIJACK,
         "fake_role_turn",
+        (("system", "assistant", "developer", "ai"), (":",)),
         # A role label at the start of a line followed by what a model or system would say, not a
         # label-value fact like "System: Ubuntu 22.04".
         r"^[ \t>#*\[]*(?:system|assistant|developer)[\]*]*[ \t]*:[ \t]*(?:you|i|i'm|ignore|new|the\s+user|from\s+now"
         r"|sure|ok|okay|understood|as\s+an?|certainly|always|never|do\s+not|override|\[)\b"
-        r"|^[ \t]*(?:human|user)[ \t]*:[^\n]{1,500}\n(?:[ \t]*\n){0,3}[ \t]*(?:assistant|ai|system)[ \t]*:",
+        r"|^[ \t]*(?:human|user)[ \t]*:[^\n]{1,500}\n(?:[ \t]*\n){0,3}[ \t]*(?:assistant|ai)[ \t]*:",
     ),
     (
         ROLE_HIJACK,
         "role_markup",
+        (("system", "assistant", "developer"),),
         r"^[ \t]*(?:#{2,}[ \t]*(?:system|assistant)\b[ \t]*:?[ \t]*$|\[(?:system|assistant)\][ \t]*:?)"
         r"|</?(?:system|assistant|system_prompt|developer)[ \t]*>",
     ),
@@ -223,28 +265,32 @@ _RULES: tuple[tuple[str, str, str], ...] = (
     (
         EXFILTRATION,
         "send_credential_over_network",
-        rf"{_NETWORK_TOOL}[^\n]{{0,200}}(?:{_CREDENTIAL_PATH}|{_SECRET_VARIABLE})"
-        rf"|(?:{_CREDENTIAL_PATH}|{_SECRET_VARIABLE})[^\n]{{0,200}}\|\s*{_NETWORK_TOOL}",
+        (_TOOL_WORDS, (*_CREDENTIAL_WORDS, "$")),
+        # A token in an Authorization header is how APIs work, so secret variables count only when
+        # piped into a network tool; credential files count wherever they appear in its command line.
+        rf"{_NETWORK_TOOL}[^\n]{{0,120}}(?=[~$/.i])(?<!exclude )(?<!exclude=)(?:{_CREDENTIAL_PATH})"
+        rf"|(?:{_CREDENTIAL_PATH}|{_SECRET_VARIABLE})[^\n]{{0,120}}\|\s*{_NETWORK_TOOL}",
     ),
     (
         EXFILTRATION,
         "send_command_output",
-        rf"\bcurl\b[^\n]{{0,200}}(?:\s-d|\s--data[\w-]*|\s-F|\s--form|\s-H|\s--header)\s*[\"']?[^\n\"']{{0,80}}{_SUBSTITUTION}"
-        rf"|\bwget\b[^\n]{{0,200}}--post-(?:data|file)\b[^\n]{{0,80}}{_SUBSTITUTION}"
-        rf"|{_NETWORK_TOOL}[^\n]{{0,20}}https?://[^\s\"']{{0,200}}[?&=/]{_SUBSTITUTION}"
+        (_TOOL_WORDS, ("$(", "`", "|", "<")),
+        rf"{_NETWORK_TOOL}[^\n]{{0,160}}{_RECON}"
         rf"|\b(?:env|printenv|set)\b\s*\|\s*(?:base64\s*\|\s*)?{_NETWORK_TOOL}"
         rf"|\b(?:nc|ncat|netcat|socat)\b[^\n|]{{0,100}}<\s*\S",
     ),
     (
         EXFILTRATION,
         "read_credential_file",
-        rf"\b(?:cat|less|more|head|tail|base64|xxd|od|strings|type|bat|read|print|dump|display|output"
-        rf"|exfiltrate|upload|send|post|leak|email|share|paste|include|reveal)\s+(?:-\S+\s+)*"
+        (_CREDENTIAL_WORDS,),
+        rf"\b(?:cat|less|more|head|tail|base64|xxd|od|strings|type|bat|read|print|dump"
+        rf"|exfiltrate|upload|send|leak|email|paste|reveal)\s+(?:-\S+\s+)*"
         rf"(?:(?:the\s+)?(?:contents?\s+of\s+|file\s+)?(?:the\s+)?)[\"']?(?:{_CREDENTIAL_PATH})",
     ),
     (
         EXFILTRATION,
         "secret_in_url",
+        (("http",), ("=",)),
         rf"https?://[^\s\"'<>]{{1,300}}[?&](?:token|access_token|api_?key|key|secret|password|passwd|pwd|auth"
         rf"|session|cookie|creds?)=(?:{_SECRET_VARIABLE}|{_SUBSTITUTION}|\$\{{?\w+"
         r"|sk-[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|AKIA[A-Z0-9]{16}|xox[abprs]-[A-Za-z0-9-]{10,})",
@@ -252,6 +298,7 @@ _RULES: tuple[tuple[str, str, str], ...] = (
     (
         EXFILTRATION,
         "exfiltration_host",
+        (("webhook.site", "requestbin.", "pipedream.net", "burpcollaborator.net", "oastify.com", ".oast.", "interact.sh"),),
         r"\b(?:webhook\.site|requestbin\.(?:com|net)|[\w-]+\.pipedream\.net|burpcollaborator\.net"
         r"|[\w-]+\.oastify\.com|[\w-]+\.oast\.(?:fun|me|pro|live|site|online)|interact\.sh)\b",
     ),
@@ -259,19 +306,23 @@ _RULES: tuple[tuple[str, str, str], ...] = (
     (
         SSH_BACKDOOR,
         "write_authorized_keys",
-        r"(?:>>?|\btee\b(?:\s+-a)?|\bcp\b|\bmv\b|\bdd\b[^\n]{0,40}of=)\s*[\"']?[^\s\"'|;&]{0,80}authorized_keys2?\b"
+        (("authorized_keys",),),
+        r"(?:>>?|\btee\b(?:\s+-a)?|\bdd\b[^\n]{0,40}of=)\s*[\"']?[^\s\"'|;&]{0,80}authorized_keys2?\b"
         r"|\b(?:add|append|write|insert|put|copy|paste)\b[^\n]{0,120}\b(?:to|into|in)\s+(?:the\s+|your\s+)?"
         r"[^\s]{0,60}authorized_keys2?\b",
     ),
     (
         SSH_BACKDOOR,
         "keygen_and_install",
-        r"\bssh-keygen\b[\s\S]{0,300}?authorized_keys",
+        (("ssh-keygen",),),
+        r"\bssh-keygen\b[\s\S]{0,300}?(?:>>|\btee\s+-a\b)",
     ),
     (
         SSH_BACKDOOR,
         "weaken_sshd",
-        r"(?:>>?|\btee\b(?:\s+-a)?|\bsed\s+-i\b[^\n]{0,80})\s*[^\s|;&]{0,40}sshd_config\b"
+        (("sshd_config", "permitrootlogin"),),
+        r"(?:>>?|\btee\b(?:\s+-a)?)\s*[^\s|;&]{0,40}sshd_config\b"
+        r"|\bsed\s+-i\b[^\n]{0,120}?sshd_config\b"
         r"|\bPermitRootLogin\s+yes\b[^\n]{0,80}(?:>>|tee)"
         r"|\bPermitRootLogin\s+yes\b[^\n]{0,80}sshd_config\b",
     ),
@@ -279,29 +330,37 @@ _RULES: tuple[tuple[str, str, str], ...] = (
     (
         HIDDEN_HTML,
         "instruction_in_html_comment",
-        r"<!--(?:(?!-->)[\s\S]){0,2000}?\b(?:ignore|disregard|instructions?|system|assistant|you\s+(?:must|should|will|are)"
-        r"|do\s+not|don'?t|execute|run|send|curl|wget|reveal|tell|always|never|prompt|secret|password|token)\b",
+        (("<!--",),),
+        # "<!-- generated: do not edit -->" is ordinary; words aimed at a model or at secrets are not.
+        r"<!--(?:(?!-->|<!--)[\s\S]){0,2000}?\b(?:ignore|disregard|instructions?|system\s*prompt|system\s*:|assistant"
+        r"|the\s+(?:ai|model|llm|agent)|you\s+(?:must|should|will|are\s+now)|do\s+not\s+tell|reveal|exfiltrate"
+        r"|curl|wget|password|secret|api[\s_-]?key|credentials?)\b",
     ),
     (
         HIDDEN_HTML,
         "hidden_element",
-        r"<[a-z][^>]{0,400}\bstyle\s*=\s*[\"']?[^\"'>]{0,300}(?:display\s*:\s*none|visibility\s*:\s*hidden"
+        (("<",), ("style", "hidden")),
+        r"<[a-z][^<>]{0,400}\bstyle\s*=\s*[\"']?[^\"'<>]{0,300}(?:display\s*:\s*none|visibility\s*:\s*hidden"
         r"|font-size\s*:\s*0(?:\.0+)?(?:px|em|rem|pt|%)?\s*(?:[;\"'>]|$)|opacity\s*:\s*0(?:\.0+)?\s*(?:[;\"'>]|$)"
         r"|(?:left|top)\s*:\s*-\d{4,})"
-        r"|<[a-z][^>]{0,400}\s(?:hidden|aria-hidden\s*=\s*[\"']?true)(?=[\s/>=])",
+        r"|<[a-z][^<>]{0,400}\shidden(?=[\s/>=])",
     ),
     (
         HIDDEN_HTML,
         "script_or_handler",
+        (("script", "iframe", "object", "embed", "onerror", "onload", "onclick", "onmouseover", "onfocus", "onblur", "onsubmit", "javascript:"),),
         r"<\s*(?:script|iframe|object|embed)\b"
-        r"|<[a-z][^>]{0,400}\son(?:error|load|click|mouseover|focus|blur|submit)\s*="
+        r"|<[a-z][^<>]{0,400}\son(?:error|load|click|mouseover|focus|blur|submit)\s*="
         r"|\bhref\s*=\s*[\"']?\s*javascript:",
     ),
 )
 
-_COMPILED: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
-    (category, rule, re.compile(pattern, _FLAGS)) for category, rule, pattern in _RULES
+_COMPILED: tuple[_Rule, ...] = tuple(
+    _Rule(category, name, needs, re.compile(pattern, _FLAGS)) for category, name, needs, pattern in _RULES
 )
+# ``re.IGNORECASE`` lets these match ASCII "i" while ``str.lower`` does not turn them into it; folding
+# them first keeps the literal pre-check and the patterns in agreement.
+_DOTTED_AND_DOTLESS_I = str.maketrans({"\u0130": "I", "\u0131": "i"})
 
 
 # --- excerpts ------------------------------------------------------------------------------------
@@ -360,10 +419,14 @@ def scan(text: str) -> tuple[Finding, ...]:
         raise TypeError(f"scan() expects str, got {type(text).__name__}")
     head = text[:SCAN_CHAR_LIMIT]
     normalised = _STRIPPED_BEFORE_MATCHING.sub("", unicodedata.normalize("NFKC", head))
+    normalised = normalised.translate(_DOTTED_AND_DOTLESS_I)
+    lowered = normalised.lower()
     findings: list[Finding] = []
-    for category, rule, pattern in _COMPILED:
-        match = pattern.search(normalised)
+    for rule in _COMPILED:
+        if not all(any(word in lowered for word in group) for group in rule.needs):
+            continue
+        match = rule.pattern.search(normalised)
         if match is not None:
-            findings.append(Finding(category, rule, _excerpt(normalised, match.start(), match.end())))
+            findings.append(Finding(rule.category, rule.name, _excerpt(normalised, match.start(), match.end())))
     findings.extend(_invisible_findings(head))
     return tuple(findings)
