@@ -87,6 +87,23 @@ def test_vectors_of_another_model_are_ignored_until_re_embedded(db_path):
         assert [r.memory.content for r in graph.recall("vehicle")] == ["Drives an automobile"]
 
 
+def test_vectors_embedded_by_another_connection_are_found_at_the_next_recall(db_path):
+    with MemoryGraph(db_path, embedder=ConceptEmbedder()) as reader, MemoryGraph(db_path, embedder=ConceptEmbedder()) as writer:
+        first = reader.remember("Our puppy chews shoes")
+        assert [r.memory.id for r in reader.recall("canine")] == [first.id]
+        second = writer.remember("The neighbour's hound barks at night")
+        writer.flush()
+        assert {r.memory.id for r in reader.recall("canine", touch=False)} == {first.id, second.id}
+
+
+def test_a_forgotten_memory_is_not_found_through_its_vector(db_path):
+    with MemoryGraph(db_path, embedder=ConceptEmbedder()) as graph:
+        pet = graph.remember("Our puppy chews shoes")
+        assert graph.recall("canine")
+        graph.forget(pet.id)
+        assert graph.recall("canine") == []
+
+
 def test_an_embedder_returning_the_wrong_shape_is_an_error_and_stores_nothing(db_path):
     class Broken(ConceptEmbedder):
         def embed(self, texts):

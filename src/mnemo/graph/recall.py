@@ -27,6 +27,7 @@ import numpy as np
 from ..retrieval.query import or_query, parse_query
 from .schema import SELECT_MEMORY, row_to_memory
 from .types import Memory, MemoryType, Relation, Scope
+from .vectors import VectorCache
 
 if TYPE_CHECKING:
     from ..embeddings.protocol import Embedder
@@ -114,24 +115,25 @@ def _fts_candidates(
 
 
 def _vector_candidates(
-    conn: sqlite3.Connection, scope: Scope, query: str, embedder: Embedder, alive: str, count: int
+    conn: sqlite3.Connection,
+    scope: Scope,
+    query: str,
+    embedder: Embedder,
+    vectors: VectorCache,
+    include_forgotten: bool,
+    count: int,
 ) -> dict[str, float]:
     if not query.strip():
         return {}
-    rows = conn.execute(
-        "SELECT v.memory_id, v.vector FROM graph_vectors v JOIN graph_memories m ON m.id = v.memory_id"
-        f" WHERE m.user_id = ? AND m.agent_id = ? AND m.channel_id = ?{alive} AND v.model = ? AND v.dim = ?",
-        (scope.user_id, scope.agent_id, scope.channel_id, embedder.name, embedder.dim),
+    probe = np.asarray(embedder.embed([query]), dtype=np.float32).reshape(1, embedder.dim)
+    hits = {str(i): s for i, s in vectors.search(conn, scope, embedder, probe, count) if s >= MIN_VECTOR_SIMILARITY}
+    if not hits or include_forgotten:
+        return hits
+    ids = list(hits)
+    alive = conn.execute(
+        f"SELECT id FROM graph_memories WHERE forgotten = 0 AND id IN ({', '.join('?' * len(ids))})", ids
     ).fetchall()
-    if not rows:
-        return {}
-    matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), embedder.dim)
-    probe = np.asarray(embedder.embed([query]), dtype=np.float32).reshape(embedder.dim)
-    similarities = matrix @ probe
-    top = np.argsort(-similarities)[:count]
-    return {
-        rows[i][0]: float(similarities[i]) for i in top if similarities[i] >= MIN_VECTOR_SIMILARITY
-    }
+    return {row[0]: hits[row[0]] for row in alive}
 
 
 def _expand(
@@ -166,6 +168,7 @@ def search(
     query: str,
     *,
     embedder: Embedder | None,
+    vectors: VectorCache,
     limit: int,
     types: frozenset[MemoryType] | None,
     window: tuple[float | None, float | None],
@@ -178,7 +181,9 @@ def search(
     # Filters apply to results, not seeds: an old version or an off-type memory can still lead to a match.
     pool = max(limit * 5, 50)
     fts = _fts_candidates(conn, scope, query, alive, pool)
-    vector = _vector_candidates(conn, scope, query, embedder, alive, pool) if embedder is not None else {}
+    vector = {}
+    if embedder is not None:
+        vector = _vector_candidates(conn, scope, query, embedder, vectors, include_forgotten, pool)
     base = {i: _seed_relevance(fts.get(i, 0.0), vector.get(i, 0.0)) for i in fts.keys() | vector.keys()}
     seeds = dict(sorted(base.items(), key=lambda kv: kv[1], reverse=True)[:SEEDS])
     graph = _expand(conn, seeds, alive)
@@ -194,7 +199,7 @@ def search(
     results = []
     for row in rows:
         memory = row_to_memory(row)
-        if memory.scope != scope:
+        if memory.scope != scope or (memory.forgotten and not include_forgotten):
             continue
         if memory.superseded and not include_superseded:
             continue

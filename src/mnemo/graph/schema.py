@@ -1,7 +1,8 @@
 """The memory graph's tables in ``state.db`` (all prefixed ``graph_``), migrated forward only.
 
 Memories have an integer ``seq`` as their rowid so the external-content FTS index keeps pointing at the
-right rows across ``VACUUM``. Whether a memory is superseded is never stored: it is derived from the
+right rows across ``VACUUM``. Vectors have an ever-increasing ``seq`` too (a re-embedded memory gets a new
+one), so an in-memory index can catch up with other processes' embeddings by reading only newer rows. Whether a memory is superseded is never stored: it is derived from the
 ``updates`` edges, so an edge and the flag it implies cannot disagree.
 """
 
@@ -59,7 +60,8 @@ CREATE TRIGGER graph_memories_fts_update AFTER UPDATE OF content ON graph_memori
 END;
 
 CREATE TABLE graph_vectors (
-    memory_id TEXT PRIMARY KEY REFERENCES graph_memories (id) ON DELETE CASCADE,
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    memory_id TEXT NOT NULL UNIQUE REFERENCES graph_memories (id) ON DELETE CASCADE,
     model TEXT NOT NULL,
     dim INTEGER NOT NULL,
     vector BLOB NOT NULL

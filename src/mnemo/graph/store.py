@@ -43,6 +43,7 @@ from .types import (
     parse_relation,
     parse_unit_interval,
 )
+from .vectors import VectorCache
 
 if TYPE_CHECKING:
     from ..embeddings.protocol import Embedder
@@ -129,6 +130,7 @@ class MemoryGraph:
         self.embed_per_recall = embed_per_recall
         self._clock = clock
         self._lock = threading.RLock()
+        self._vectors = VectorCache()
         self._closed = False
         ensure_schema(self._conn)
 
@@ -510,6 +512,7 @@ class MemoryGraph:
                     conn.execute("INSERT INTO graph_memories_fts (graph_memories_fts) VALUES ('optimize')")
             finally:
                 self._conn.execute("PRAGMA secure_delete = OFF")
+            self._vectors.forget(ids)
         return len(set(ids))
 
     def touch(self, memory_ids: Sequence[str]) -> None:
@@ -651,6 +654,7 @@ class MemoryGraph:
                 self.scope,
                 query,
                 embedder=self.embedder,
+                vectors=self._vectors,
                 limit=limit,
                 types=wanted,
                 window=window,

@@ -1,0 +1,65 @@
+"""The graph's vectors in memory: one :class:`~mnemo.embeddings.VectorIndex` per scope and model.
+
+SQLite is the truth; the index is a cache of the current model's vectors for one scope. It catches up by
+reading only vectors with a ``seq`` above the last one it saw, so another process's embeddings appear at
+its next search without reloading everything. A vector that disappears (a purge elsewhere) may linger in
+the index; recall drops candidates whose memory no longer exists, so that is harmless.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Hashable, Iterable
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .schema import SCOPE_CLAUSE, scope_params
+from .types import Scope
+
+if TYPE_CHECKING:
+    from ..embeddings.index import VectorIndex
+    from ..embeddings.protocol import Embedder
+
+
+class VectorCache:
+    """Indexes keyed by ``(scope, model, dim)``, each with the highest vector ``seq`` it holds."""
+
+    def __init__(self) -> None:
+        self._indexes: dict[tuple[Scope, str, int], tuple[VectorIndex, int]] = {}
+        self._lock = threading.Lock()
+
+    def search(
+        self, conn: sqlite3.Connection, scope: Scope, embedder: Embedder, probe: np.ndarray, k: int
+    ) -> list[tuple[Hashable, float]]:
+        """The ``k`` nearest memory ids to ``probe`` in ``scope``, among vectors of ``embedder``'s model."""
+        index = self._current(conn, scope, embedder)
+        return index.search(probe, k)
+
+    def forget(self, memory_ids: Iterable[str]) -> None:
+        """Drop purged memories from every index."""
+        ids = list(memory_ids)
+        with self._lock:
+            for index, _ in self._indexes.values():
+                index.remove(ids)
+
+    def _current(self, conn: sqlite3.Connection, scope: Scope, embedder: Embedder) -> VectorIndex:
+        from ..embeddings.index import BruteForceIndex
+
+        key = (scope, embedder.name, embedder.dim)
+        with self._lock:
+            index, seen = self._indexes.get(key) or (BruteForceIndex(embedder.dim), 0)
+            rows = conn.execute(
+                "SELECT v.seq, v.memory_id, v.vector FROM graph_vectors v JOIN graph_memories m ON m.id = v.memory_id"
+                f" WHERE v.seq > ? AND v.model = ? AND v.dim = ? AND {SCOPE_CLAUSE} ORDER BY v.seq",
+                (seen, embedder.name, embedder.dim, *scope_params(scope)),
+            ).fetchall()
+            if rows:
+                # A memory re-embedded twice since the last look appears once, with its newest vector.
+                latest = {r[1]: r[2] for r in rows}
+                matrix = np.frombuffer(b"".join(latest.values()), dtype=np.float32).reshape(len(latest), embedder.dim)
+                index.add(list(latest), matrix)
+                seen = rows[-1][0]
+            self._indexes[key] = (index, seen)
+            return index
