@@ -274,10 +274,20 @@ _RULES: tuple[tuple[str, str, tuple[tuple[str, ...], ...], str], ...] = (
     (
         EXFILTRATION,
         "send_command_output",
-        (_TOOL_WORDS, ("$(", "`", "|", "<")),
-        rf"{_NETWORK_TOOL}[^\n]{{0,160}}{_RECON}"
-        rf"|\b(?:env|printenv|set)\b\s*\|\s*(?:base64\s*\|\s*)?{_NETWORK_TOOL}"
-        rf"|\b(?:nc|ncat|netcat|socat)\b[^\n|]{{0,100}}<\s*\S",
+        (_TOOL_WORDS, ("$(", "`")),
+        rf"{_NETWORK_TOOL}[^\n]{{0,160}}{_RECON}",
+    ),
+    (
+        EXFILTRATION,
+        "pipe_environment_to_network",
+        (("env", "set"), ("|",), _TOOL_WORDS),
+        rf"\b(?:env|printenv|set)\b\s*\|\s*(?:base64\s*\|\s*)?{_NETWORK_TOOL}",
+    ),
+    (
+        EXFILTRATION,
+        "redirect_file_into_netcat",
+        (("nc", "netcat", "socat"), ("<",)),
+        r"\b(?:nc|ncat|netcat|socat)\b[^\n|]{0,100}<\s*\S",
     ),
     (
         EXFILTRATION,
