@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -197,6 +198,12 @@ def test_excerpt_spells_invisible_characters_as_code_points(text: str, shown: st
     (finding,) = scan(text)
     assert finding.category == INVISIBLE_UNICODE
     assert finding.excerpt == shown
+
+
+def test_excerpt_context_never_cuts_a_code_point_name_in_half() -> None:
+    text = "a" * 40 + "\u200b" * 60 + "b" * 40
+    (finding,) = scan(text)
+    assert re.fullmatch(r"a*(?:U\+200B)+b*", finding.excerpt)
 
 
 def test_excerpt_of_a_long_match_is_truncated_to_eighty_characters() -> None:

@@ -77,31 +77,17 @@ class Finding:
 
 # --- invisible characters -----------------------------------------------------------------------
 
-_ZERO_WIDTH = frozenset(
-    [chr(c) for c in range(0x200B, 0x2010)] + [chr(c) for c in range(0x2060, 0x2065)] + ["\ufeff"]
+_ZERO_WIDTH = "\u200b-\u200f\u2060-\u2064\ufeff"
+_BIDI_CONTROLS = "\u202a-\u202e\u2066-\u2069"
+_TAG_CHARACTERS = "\U000e0000-\U000e007f"
+_INVISIBLE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("zero_width", re.compile(f"[{_ZERO_WIDTH}]")),
+    ("bidi_control", re.compile(f"[{_BIDI_CONTROLS}]")),
+    ("tag_character", re.compile(f"[{_TAG_CHARACTERS}]")),
 )
-_BIDI_CONTROLS = frozenset(
-    [chr(c) for c in range(0x202A, 0x202F)] + [chr(c) for c in range(0x2066, 0x206A)]
-)
-_TAG_FIRST, _TAG_LAST = 0xE0000, 0xE007F
 # Soft hyphens are not reported (ordinary text pasted from the web carries them), but they are
 # removed before matching because they split words just as well as a zero-width space.
-_STRIPPED_BEFORE_MATCHING = re.compile(
-    "[\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\U000e0000-\U000e007f]"
-)
-
-
-def _invisible_rule(char: str, position: int) -> str | None:
-    if char in _ZERO_WIDTH:
-        # A byte-order mark at the very start is an encoding artefact, not a hiding place.
-        if char == "\ufeff" and position == 0:
-            return None
-        return "zero_width"
-    if char in _BIDI_CONTROLS:
-        return "bidi_control"
-    if _TAG_FIRST <= ord(char) <= _TAG_LAST:
-        return "tag_character"
-    return None
+_STRIPPED_BEFORE_MATCHING = re.compile(f"[\u00ad{_ZERO_WIDTH}{_BIDI_CONTROLS}{_TAG_CHARACTERS}]")
 
 
 # --- patterns ------------------------------------------------------------------------------------
@@ -358,7 +344,12 @@ _RULES: tuple[tuple[str, str, tuple[tuple[str, ...], ...], str], ...] = (
     (
         HIDDEN_HTML,
         "script_or_handler",
-        (("script", "iframe", "object", "embed", "onerror", "onload", "onclick", "onmouseover", "onfocus", "onblur", "onsubmit", "javascript:"),),
+        (
+            (
+                "script", "iframe", "object", "embed", "onerror", "onload", "onclick", "onmouseover", "onfocus",
+                "onblur", "onsubmit", "javascript:",
+            ),
+        ),
         r"<\s*(?:script|iframe|object|embed)\b"
         r"|<[a-z][^<>]{0,400}\son(?:error|load|click|mouseover|focus|blur|submit)\s*="
         r"|\bhref\s*=\s*[\"']?\s*javascript:",
@@ -379,9 +370,19 @@ _DOTTED_AND_DOTLESS_I = str.maketrans({"\u0130": "I", "\u0131": "i"})
 def _visible(char: str) -> str:
     if char in "\n\r\t":
         return " "
-    if char.isprintable() and _invisible_rule(char, -1) is None:
-        return char
-    return f"U+{ord(char):04X}"
+    # Every invisible and bidi-control character is a format character, hence not printable.
+    return char if char.isprintable() else f"U+{ord(char):04X}"
+
+
+def _take(tokens: list[str], budget: int) -> list[str]:
+    """The longest run of whole ``tokens`` from the start that fits in ``budget`` characters."""
+    taken: list[str] = []
+    for token in tokens:
+        if len(token) > budget:
+            break
+        taken.append(token)
+        budget -= len(token)
+    return taken
 
 
 def _excerpt(text: str, start: int, end: int) -> str:
@@ -390,29 +391,28 @@ def _excerpt(text: str, start: int, end: int) -> str:
     if len(core) >= _EXCERPT_CHARS:
         return core[: _EXCERPT_CHARS - 3] + "..."
     budget = _EXCERPT_CHARS - len(core)
-    left = "".join(_visible(c) for c in text[max(0, start - _CONTEXT_CHARS) : start])
-    right = "".join(_visible(c) for c in text[end : end + _CONTEXT_CHARS])
-    left_share = min(len(left), budget // 2)
-    right_share = min(len(right), budget - left_share)
-    left_share = min(len(left), budget - right_share)
-    snippet = left[len(left) - left_share :] + core + right[:right_share]
-    return " ".join(snippet.split()) if snippet.strip() else snippet
+    before = [_visible(c) for c in reversed(text[max(0, start - _CONTEXT_CHARS) : start])]
+    after = [_visible(c) for c in text[end : end + _CONTEXT_CHARS]]
+    left = _take(before, budget // 2)
+    right = _take(after, budget - sum(map(len, left)))
+    snippet = "".join(reversed(left)) + core + "".join(right)
+    return " ".join(snippet.split()) or snippet
 
 
 # --- the scan ------------------------------------------------------------------------------------
 
 
 def _invisible_findings(text: str) -> list[Finding]:
-    first_at: dict[str, int] = {}
-    for position, char in enumerate(text):
-        if char.isascii():
-            continue
-        rule = _invisible_rule(char, position)
-        if rule is not None and rule not in first_at:
-            first_at[rule] = position
+    found: list[tuple[int, str]] = []
+    for rule, pattern in _INVISIBLE_RULES:
+        match = pattern.search(text)
+        if match is not None and match.start() == 0 and text[0] == "\ufeff":
+            # A byte-order mark at the very start is an encoding artefact, not a hiding place.
+            match = pattern.search(text, 1)
+        if match is not None:
+            found.append((match.start(), rule))
     return [
-        Finding(INVISIBLE_UNICODE, rule, _excerpt(text, position, position + 1))
-        for rule, position in sorted(first_at.items(), key=lambda item: item[1])
+        Finding(INVISIBLE_UNICODE, rule, _excerpt(text, position, position + 1)) for position, rule in sorted(found)
     ]
 
 
