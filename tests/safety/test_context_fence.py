@@ -34,6 +34,9 @@ FENCE_TAG_SPELLINGS = [
     "<\u200bmemory-context>",
     "<memory\u200b-context>",
     "<\n/\nmemory-context\n>",
+    "<memory\u2013context>",
+    "\uff1c\uff0f\uff4d\uff45\uff4d\uff4f\uff52\uff59\uff0d\uff43\uff4f\uff4e\uff54\uff45\uff58\uff54\uff1e",
+    "\ufe64memory-context\ufe65",
 ]
 
 # Fragments from which hypothesis builds adversarial provider output.
@@ -41,7 +44,7 @@ FENCE_FRAGMENTS = st.sampled_from(
     [
         "<", ">", "/", " ", "\n", "-", "_", "memory", "Memory", "context", "CONTEXT", "x", "\u200b",
         'a="b"', "<memo", "ry-context>", "<memory-context>", "</memory-context>", "< / Memory-Context >",
-        MEMORY_CONTEXT_NOTE, "[System note:",
+        MEMORY_CONTEXT_NOTE, "[System note:", "\uff1c", "\uff1e", "\uff4d\uff45\uff4d\uff4f\uff52\uff59",
     ]
 )
 ADVERSARIAL_TEXT = st.lists(FENCE_FRAGMENTS | st.text(max_size=4), max_size=30).map("".join)

@@ -12,7 +12,7 @@ STREAM_FRAGMENTS = st.sampled_from(
     [
         "<", ">", "/", " ", "\n", "-", "_", "memory", "MEMORY", "context", "Context", "answer", "\u200b",
         'id="1"', "<memo", "ry-context>", "<memory-context>", "</memory-context>", "< / Memory-Context >",
-        "<memory-context " + "a" * 199, "<memory-context " + "a" * 200,
+        "<memory-context " + "a" * 199, "<memory-context " + "a" * 200, "\uff1c", "\uff1e", "\uff0f",
     ]
 )
 STREAM_TEXT = st.lists(STREAM_FRAGMENTS | st.text(max_size=5), max_size=40).map("".join)
@@ -51,6 +51,7 @@ def test_character_by_character_streaming_gives_the_one_shot_result(text: str) -
         ("A<memory-context>x</memory-context>B<memory-context>y</memory-context>C", "ABC"),
         ("A<memory-context>x<memory-context>y</memory-context>B", "AB"),
         ("A</memory-context>B", "AB"),
+        ("A\uff1cmemory-context\uff1ex\uff1c/memory-context\uff1eB", "AB"),
         ("A<memory-context>never closed", "A"),
         ("A <memory-context id=", "A "),
         ("no tags here < > </b>", "no tags here < > </b>"),

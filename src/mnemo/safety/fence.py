@@ -7,14 +7,15 @@ close it early nor open a second, official-looking block, so every piece of prov
 label) passes through :func:`sanitize_context` first.
 
 A fence tag is recognised leniently, because models do not care about spelling: any case, whitespace
-(or zero-width characters) around ``<``, ``/`` and between the two words, ``-``/``_`` or nothing between
-them, and attributes. The recogniser is shared with the streaming scrubber so both agree on what a tag is.
+(or zero-width characters) around ``<``, ``/`` and between the two words, a dash, ``_`` or nothing between
+them, attributes, and full-width look-alikes of the letters and punctuation. The recogniser is shared with the streaming scrubber so both agree on what a tag is.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+import unicodedata
+from collections.abc import Iterable
 from enum import Enum
 from typing import Any, NamedTuple
 
@@ -38,6 +39,12 @@ MEMORY_CONTEXT_NOTE = (
 # --- recognising a fence tag ----------------------------------------------------------------------
 
 _SPACING = frozenset("\u200b\u200c\u200d\u2060\ufeff")
+# Look-alikes a model reads as the same punctuation (full-width and small forms, Unicode dashes).
+_OPENERS = "<\uff1c\ufe64"
+_CLOSERS = frozenset(">\uff1e\ufe65")
+_SLASHES = frozenset("/\uff0f")
+_JOINERS = frozenset("-_\uff0d\uff3f\u2010\u2011\u2012\u2013\u2014\u2212")
+_OPENER_PATTERN = re.compile(f"[{_OPENERS}]")
 _MAX_SPACING = 8
 # Attributes are bounded so a streaming scrubber never has to hold back more than a short prefix.
 _MAX_ATTRIBUTE_CHARS = 200
@@ -69,15 +76,25 @@ def _is_spacing(char: str) -> bool:
     return char.isspace() or char in _SPACING
 
 
+def _folded(char: str) -> str:
+    """``char`` lower-cased, with full-width letters read as ASCII (``ｍ`` is ``m``)."""
+    return char.lower() if char.isascii() else unicodedata.normalize("NFKC", char).lower()
+
+
+def find_tag_start(text: str, start: int = 0) -> int:
+    """Index of the next character at or after ``start`` that may open a fence tag, or -1."""
+    match = _OPENER_PATTERN.search(text, start)
+    return -1 if match is None else match.start()
+
+
 def match_fence_tag(text: str, start: int) -> FenceTag:
-    """Decide whether a fence tag begins at ``text[start]`` (which must be ``<``).
+    """Decide whether a fence tag begins at ``text[start]`` (a ``<`` or a look-alike).
 
     The decision only ever depends on characters up to the returned ``end`` (or to the end of ``text``
     for ``PARTIAL``), so feeding more text never turns a ``MATCH`` or ``NONE`` into something else:
     the property the streaming scrubber relies on.
     """
     length = len(text)
-    position = start + 1
     closing = False
 
     def skip_spacing(at: int) -> int:
@@ -92,8 +109,7 @@ def match_fence_tag(text: str, start: int) -> FenceTag:
         for letter in word:
             if at >= length:
                 return -1
-            char = text[at]
-            if not (char.isascii() and char.lower() == letter):
+            if _folded(text[at]) != letter:
                 return None
             at += 1
         return at
@@ -104,10 +120,10 @@ def match_fence_tag(text: str, start: int) -> FenceTag:
     def none(end: int = start, named: bool = False) -> FenceTag:
         return FenceTag(TagStatus.NONE, end, closing, named)
 
-    position = skip_spacing(position)
+    position = skip_spacing(start + 1)
     if position >= length:
         return partial()
-    if text[position] == "/":
+    if text[position] in _SLASHES:
         closing = True
         position = skip_spacing(position + 1)
     after = expect_word(position, "memory")
@@ -116,7 +132,7 @@ def match_fence_tag(text: str, start: int) -> FenceTag:
     if after < 0:
         return partial()
     position = skip_spacing(after)
-    if position < length and text[position] in "-_":
+    if position < length and text[position] in _JOINERS:
         position = skip_spacing(position + 1)
     after = expect_word(position, "context")
     if after is None:
@@ -127,17 +143,17 @@ def match_fence_tag(text: str, start: int) -> FenceTag:
     if position >= length:
         return partial()
     char = text[position]
-    if char == ">":
+    if char in _CLOSERS:
         return FenceTag(TagStatus.MATCH, position + 1, closing, True)
-    if char.isalnum() or char in "-_":
+    if char.isalnum() or char in _JOINERS:
         # ``<memory-contextual>`` is another word, not our tag.
         return none()
     name_end = position
     limit = min(length, position + 1 + _MAX_ATTRIBUTE_CHARS)
     for index in range(position, limit):
-        if text[index] == ">":
+        if text[index] in _CLOSERS:
             return FenceTag(TagStatus.MATCH, index + 1, closing, True)
-        if text[index] == "<":
+        if text[index] in _OPENERS:
             return none(name_end, named=True)
     if length - position <= _MAX_ATTRIBUTE_CHARS:
         # The text ended inside what may still become ``<memory-context attr="...">``.
@@ -156,7 +172,7 @@ def _remove_fence_tags(text: str) -> str:
     pieces: list[str] = []
     kept_from = 0
     search_from = 0
-    while (opening := text.find("<", search_from)) != -1:
+    while (opening := find_tag_start(text, search_from)) != -1:
         tag = match_fence_tag(text, opening)
         if tag.status is TagStatus.MATCH or tag.named:
             pieces.append(text[kept_from:opening])
@@ -202,7 +218,7 @@ def build_memory_context_block(sections: Iterable[tuple[str, str]]) -> str:
     return f"<{MEMORY_CONTEXT_TAG}>\n{MEMORY_CONTEXT_NOTE}\n\n{inner}\n</{MEMORY_CONTEXT_TAG}>"
 
 
-def inject_memory_context(content: str | Sequence[Any], block: str) -> str | list[Any]:
+def inject_memory_context(content: str | list[Any] | tuple[Any, ...], block: str) -> str | list[Any]:
     """Append ``block`` to a user message's ``content``, returning a new value.
 
     ``content`` is a string or a list of content parts (OpenAI or Anthropic multipart); for a list a new

@@ -8,7 +8,7 @@ turn out to be the start of a fence tag, so everything else reaches the user at 
 
 from __future__ import annotations
 
-from .fence import TagStatus, match_fence_tag
+from .fence import TagStatus, find_tag_start, match_fence_tag
 
 __all__ = ["ContextScrubber", "scrub_memory_context"]
 
@@ -22,7 +22,7 @@ def _scrub(text: str, inside: bool, final: bool) -> tuple[str, str, bool]:
     output: list[str] = []
     kept_from = 0
     search_from = 0
-    while (opening := text.find("<", search_from)) != -1:
+    while (opening := find_tag_start(text, search_from)) != -1:
         tag = match_fence_tag(text, opening)
         if tag.status is TagStatus.MATCH:
             if not inside:
