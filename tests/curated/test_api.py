@@ -108,3 +108,8 @@ def test_an_empty_batch_is_an_argument_error(store: MemoryStore) -> None:
 def test_limits_must_be_positive(memories: Path) -> None:
     with pytest.raises(ValueError, match="memory_char_limit"):
         MemoryStore(memories, memory_char_limit=0)
+
+
+def test_each_op_names_its_action() -> None:
+    assert (Add("x").action, Replace("a", "b").action, Remove("a").action) == ("add", "replace", "remove")
+    assert [f.name for f in dataclasses.fields(Replace)] == ["old_text", "content"]

@@ -172,3 +172,12 @@ def test_a_new_turn_resets_the_count(memories: Path) -> None:
         _no_match(store)
     store.new_turn()
     assert "stop retrying" not in _no_match(store)["error"]
+
+
+def test_a_call_can_be_parsed_first_and_executed_later(store: MemoryStore) -> None:
+    from mnemo.tools.memory import execute_memory_call, parse_memory_call
+
+    call = parse_memory_call('{"target": "user", "operations": [{"action": "add", "content": "likes tea"}]}')
+    assert (call.target, call.batch, [op.action for op in call.operations]) == ("user", True, ["add"])
+    assert json.loads(execute_memory_call(store, call))["success"] is True
+    assert store.entries("user") == ("likes tea",)

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 
 @dataclass(frozen=True)
 class Add:
     """Append ``content`` as a new entry (a no-op success when an identical entry exists)."""
+
+    action: ClassVar[str] = "add"
 
     content: str
 
@@ -16,6 +19,8 @@ class Add:
 class Replace:
     """Replace the one entry containing ``old_text`` with ``content``."""
 
+    action: ClassVar[str] = "replace"
+
     old_text: str
     content: str
 
@@ -23,6 +28,8 @@ class Replace:
 @dataclass(frozen=True)
 class Remove:
     """Delete the one entry containing ``old_text``."""
+
+    action: ClassVar[str] = "remove"
 
     old_text: str
 

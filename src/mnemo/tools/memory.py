@@ -8,6 +8,7 @@ the answer tells the model to stop retrying and get on with its reply.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from ..curated.errors import MemoryOpError, NoMatchingEntry, OverBudget
@@ -109,7 +110,17 @@ def _operations(raw: object) -> list[MemoryOp]:
     return ops
 
 
-def _parse(arguments: Any) -> tuple[str, list[MemoryOp] | MemoryOp]:
+@dataclass(frozen=True)
+class MemoryCall:
+    """A validated ``memory`` tool call: one target and its operations (``batch`` if sent as ``operations``)."""
+
+    target: str
+    operations: tuple[MemoryOp, ...]
+    batch: bool
+
+
+def parse_memory_call(arguments: Any) -> MemoryCall:
+    """Validate raw tool arguments (dict or JSON string); raise :class:`InvalidArgument` naming the field."""
     args = parse_arguments(arguments)
     if "target" not in args:
         raise InvalidArgument("target", "is required: 'memory' or 'user'")
@@ -117,8 +128,8 @@ def _parse(arguments: Any) -> tuple[str, list[MemoryOp] | MemoryOp]:
     if "operations" in args and args["operations"] is not None:
         if args.get("action") is not None:
             raise InvalidArgument("operations", "give either action or operations, not both")
-        return target, _operations(args["operations"])
-    return target, _operation(args)
+        return MemoryCall(target, tuple(_operations(args["operations"])), batch=True)
+    return MemoryCall(target, (_operation(args),), batch=False)
 
 
 def _counted(exc: MemoryOpError, batch: bool) -> bool:
@@ -126,31 +137,34 @@ def _counted(exc: MemoryOpError, batch: bool) -> bool:
     return batch or isinstance(exc, (NoMatchingEntry, OverBudget))
 
 
-def handle_memory_call(store: MemoryStore, arguments: Any) -> str:
-    """Run one ``memory`` tool call against ``store``; return the JSON result for the model."""
+def execute_memory_call(store: MemoryStore, call: MemoryCall) -> str:
+    """Apply a parsed call to ``store`` and return the JSON result, braking repeated failures."""
     try:
-        target, request = _parse(arguments)
-    except InvalidArgument as exc:
-        return failure(f"invalid argument {exc.field}: {exc.problem}", field=exc.field)
-    batch = isinstance(request, list)
-    try:
-        if isinstance(request, list):
-            outcome = store.apply_batch(target, request)
+        if call.batch:
+            outcome = store.apply_batch(call.target, call.operations)
         else:
-            outcome = store.apply(target, request)
+            outcome = store.apply(call.target, call.operations[0])
     except InvalidArgument as exc:
         return failure(f"invalid argument {exc.field}: {exc.problem}", field=exc.field)
     except MemoryOpError as exc:
-        details = exc.details()
-        if _counted(exc, batch):
+        if _counted(exc, call.batch):
             count = store.count_failure()
             if count >= RETRY_BRAKE_AT:
                 # No entries or hints here: anything actionable would invite yet another attempt.
-                return failure(_STOP_RETRYING.format(count=count), target=target, stop_retrying=True)
+                return failure(_STOP_RETRYING.format(count=count), target=call.target, stop_retrying=True)
         message = str(exc)
         if exc.op_index is not None:
             message = f"batch refused at operation {exc.op_index}, nothing applied: {message}"
-        return failure(message, **details)
+        return failure(message, **exc.details())
     return success(
         target=outcome.target, usage=outcome.usage, entry_count=outcome.entry_count, message=outcome.message
     )
+
+
+def handle_memory_call(store: MemoryStore, arguments: Any) -> str:
+    """Run one ``memory`` tool call against ``store``; return the JSON result for the model."""
+    try:
+        call = parse_memory_call(arguments)
+    except InvalidArgument as exc:
+        return failure(f"invalid argument {exc.field}: {exc.problem}", field=exc.field)
+    return execute_memory_call(store, call)
