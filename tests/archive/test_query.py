@@ -89,6 +89,7 @@ def test_meaningful_terms_drop_stop_words_and_possessives():
 def test_natural_language_is_not_marked_explicit_but_operators_are():
     assert not parse_query("where is the staging server").explicit
     assert parse_query("staging OR production").explicit
+    assert not parse_query("the book \"Becoming Nicole\"").explicit
 
 
 def test_or_query_joins_quoted_terms():

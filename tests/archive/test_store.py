@@ -263,3 +263,11 @@ def test_end_session_records_end_and_title(archive):
     assert info.title == "Billing outage" and info.ended_at is not None
     with pytest.raises(SessionNotFound):
         archive.end_session("missing")
+
+
+def test_lone_surrogates_anywhere_in_a_message_are_refused(archive):
+    sid = archive.start_session()
+    with pytest.raises(InvalidArgument) as refused:
+        archive.append(sid, {"role": "user", "content": [{"type": "text", "text": "bad \ud800"}]})
+    assert refused.value.field == "messages[0].content"
+    assert archive.messages(sid) == []

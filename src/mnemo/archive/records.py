@@ -154,22 +154,22 @@ def message_row(message: Any, *, default_time: float, tool_names: Mapping[str, s
         raise InvalidArgument("message.tool_name", "must be a string")
     extra = {k: v for k, v in message.items() if k not in _KNOWN_KEYS}
     created = to_timestamp(message["timestamp"], "message.timestamp") if message.get("timestamp") is not None else default_time
-    tool_text = _tool_text(tool_calls)
-    for name, value in (("message.content", text), ("message.tool_calls", tool_text), ("message.tool_name", tool_name)):
-        _require_encodable(name, value)
-    return MessageRow(
+    row = MessageRow(
         role=role,
         content=text,
         parts=parts,
         tool_name=tool_name,
         tool_calls=_dumps(list(tool_calls)) if tool_calls is not None else None,
-        tool_text=tool_text,
+        tool_text=_tool_text(tool_calls),
         tool_call_id=tool_call_id,
         extra=_dumps(extra) if extra else None,
         created_at=created,
         has_cjk=int(has_cjk(text)),
         tool_call_count=len(tool_calls) if tool_calls else 0,
     )
+    for name in ("role", "content", "parts", "tool_name", "tool_calls", "tool_call_id", "extra"):
+        _require_encodable(f"message.{'content' if name == 'parts' else name}", getattr(row, name))
+    return row
 
 
 @dataclass(frozen=True)
@@ -253,7 +253,8 @@ class StoredMessage:
         return self.parts if self.parts is not None else self.text
 
     def to_message(self) -> dict[str, Any]:
-        """The message as an OpenAI-style dict, as it was appended."""
+        """The message as an OpenAI-style dict, as it was appended (a ``timestamp`` key, if it had one,
+        is not repeated: it became :attr:`created_at`)."""
         message: dict[str, Any] = {"role": self.role, "content": self.content}
         if self.tool_calls is not None:
             message["tool_calls"] = self.tool_calls

@@ -58,8 +58,9 @@ class ParsedQuery:
     """A user query made safe.
 
     ``strict`` is the FTS5 query to try first (implicit AND, user operators kept); ``terms`` are the
-    meaningful terms for the ranked OR fallback; ``explicit`` says the user wrote operators, in which
-    case no fallback should loosen what they asked for.
+    meaningful terms for the ranked OR fallback; ``explicit`` says the user wrote AND/OR/NOT between
+    terms, in which case no fallback should loosen what they asked for. (A quoted phrase is not
+    explicit: questions quote titles and names, and should still find the turns that mention them.)
     """
 
     strict: str
@@ -103,7 +104,6 @@ def parse_query(text: object, *, max_chars: int = MAX_QUERY_CHARS, max_terms: in
     cleaned = _clean(text, max_chars)
     items: list[tuple[str, str]] = []  # ("term", fts) or ("op", name)
     words_seen: list[str] = []
-    typed_phrase = False
     tokens = list(_TOKEN_RE.finditer(cleaned))
     index = 0
     while index < len(tokens):
@@ -122,7 +122,6 @@ def parse_query(text: object, *, max_chars: int = MAX_QUERY_CHARS, max_terms: in
                     index += 1
                 items.append(("term", phrase + ("*" if star else "")))
                 words_seen.extend(words)
-                typed_phrase = True
             continue
         word = token.group("word")
         if not word:
@@ -156,7 +155,6 @@ def parse_query(text: object, *, max_chars: int = MAX_QUERY_CHARS, max_terms: in
         phrases.append(value)
         term_count += 1
     strict = " ".join(parts)
-    explicit = explicit or typed_phrase
     return ParsedQuery(
         strict=strict,
         terms=tuple(meaningful_terms(" ".join(words_seen), max_terms=max_terms)),
