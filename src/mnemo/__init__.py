@@ -5,6 +5,7 @@ The public API is re-exported here; everything else is internal.
 
 from __future__ import annotations
 
+from .agent import AgentMemory, SessionNotStarted
 from .config import Settings, load_settings, resolve_home
 from .curated import (
     DEFAULT_MEMORY_CHAR_LIMIT,
@@ -27,6 +28,10 @@ from .curated import (
     Replace,
 )
 from .errors import ConfigError, InvalidArgument, MnemoError
+from .llm import LLM, ChatResponse, LLMError, LLMNotConfigured, OpenAICompatibleLLM, ScriptedLLM, ScriptedToolCall, ToolCall
+from .loop import Conversation, ToolEvent, Turn
+from .providers import BaseProvider, MemoryProvider, ProviderCapabilities, ProviderError, ProviderRegistry
+from .safety import build_memory_context_block, inject_memory_context, sanitize_context, scan
 from .tools.memory import MEMORY_TOOL_SCHEMA, handle_memory_call
 
 __version__ = "0.1.0"
@@ -35,27 +40,49 @@ __all__ = [
     "DEFAULT_MEMORY_CHAR_LIMIT",
     "DEFAULT_USER_CHAR_LIMIT",
     "ENTRY_DELIMITER",
+    "LLM",
     "MEMORY_TOOL_SCHEMA",
     "Add",
+    "AgentMemory",
     "AmbiguousMatch",
+    "BaseProvider",
     "BlockedContent",
+    "ChatResponse",
     "ConfigError",
+    "Conversation",
     "DelimiterInContent",
     "EmptyContent",
     "InvalidArgument",
+    "LLMError",
+    "LLMNotConfigured",
     "MemoryFileDrifted",
     "MemoryOpError",
     "MemoryOpOutcome",
+    "MemoryProvider",
     "MemoryReadFailed",
     "MemoryStore",
     "MemoryWriteFailed",
     "MnemoError",
     "NoMatchingEntry",
+    "OpenAICompatibleLLM",
     "OverBudget",
+    "ProviderCapabilities",
+    "ProviderError",
+    "ProviderRegistry",
     "Remove",
     "Replace",
-    "handle_memory_call",
+    "ScriptedLLM",
+    "ScriptedToolCall",
+    "SessionNotStarted",
     "Settings",
+    "ToolCall",
+    "ToolEvent",
+    "Turn",
+    "build_memory_context_block",
+    "handle_memory_call",
+    "inject_memory_context",
     "load_settings",
     "resolve_home",
+    "sanitize_context",
+    "scan",
 ]

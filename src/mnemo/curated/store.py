@@ -72,6 +72,7 @@ class MemoryStore:
         self._limits = {"memory": memory_char_limit, "user": user_char_limit}
         self._entries: dict[str, tuple[str, ...]] = {t: () for t in TARGETS}
         self._snapshots: dict[str, str | None] = {t: None for t in TARGETS}
+        self._frozen: dict[str, tuple[str, ...]] = {t: () for t in TARGETS}
         self._read_failures: dict[str, MemoryReadFailed] = {}
         # One thread at a time per store; the flock (per open file) then orders processes and stores.
         self._lock = threading.RLock()
@@ -102,11 +103,16 @@ class MemoryStore:
                 else:
                     self._read_failures.pop(target, None)
                 self._entries[target] = entries
+                self._frozen[target] = entries
                 self._snapshots[target] = self._render(target, entries) if entries else None
 
     def render_snapshot(self, target: str) -> str | None:
         """The block frozen at the last :meth:`load`; ``None`` if the target was empty (or not loaded)."""
         return self._snapshots[check_target(target)]
+
+    def frozen_entries(self, target: str) -> tuple[str, ...]:
+        """The entries the snapshot was rendered from at the last :meth:`load` (raw text, unblocked)."""
+        return self._frozen[check_target(target)]
 
     def entries(self, target: str) -> tuple[str, ...]:
         """The live entries: as of the last load or edit through this store, whichever came later."""

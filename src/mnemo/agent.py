@@ -1,0 +1,221 @@
+"""AgentMemory: the one object an agent loop holds.
+
+It wires the curated store, the provider registry and the ``memory`` tool together and maps each agent
+event to one call (see the agent-loop contract in the architecture notes)::
+
+    with AgentMemory.open("session-42", home="~/.mnemo") as memory:
+        system = memory.system_prompt()            # frozen for the whole session
+        tools = memory.tools()                     # OpenAI function schemas
+        api_messages = memory.prepare_messages(user_message, history)
+        result = memory.handle_tool_call(name, arguments)
+        memory.turn_complete(user_message, reply)
+
+The session archive and the memory graph are providers like any other; they are registered first
+unless disabled in the settings.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from .config import Settings, load_settings
+from .curated import MemoryStore
+from .errors import InvalidArgument, MnemoError
+from .providers import MemoryProvider, ProviderRegistry
+from .safety import build_memory_context_block, inject_memory_context, scan
+from .tools._json import failure, success
+from .tools.memory import MEMORY_TOOL_SCHEMA, MemoryCall, execute_memory_call, parse_memory_call
+
+log = logging.getLogger("mnemo.agent")
+
+_TOOL_NAME = MEMORY_TOOL_SCHEMA["function"]["name"]
+
+
+class SessionNotStarted(MnemoError, RuntimeError):
+    """A per-session call came before :meth:`AgentMemory.start_session` (or after :meth:`AgentMemory.close`)."""
+
+
+class AgentMemory:
+    """Memory for one agent session: curated blocks, providers, tools and per-turn context.
+
+    ``home`` and ``**settings`` override ``MNEMO_HOME/config.toml`` and the environment (see
+    :mod:`mnemo.config`). ``providers`` are extra :class:`~mnemo.providers.MemoryProvider` objects,
+    registered after the built-in archive and graph. Calls from several threads are safe.
+    """
+
+    def __init__(
+        self,
+        home: str | None = None,
+        *,
+        providers: Iterable[MemoryProvider] = (),
+        settings: Settings | None = None,
+        **overrides: Any,
+    ) -> None:
+        if settings is not None and overrides:
+            raise InvalidArgument("settings", "give either a Settings object or keyword settings, not both")
+        self.settings = settings if settings is not None else load_settings(home, **overrides)
+        self.store = MemoryStore.from_settings(self.settings)
+        self.registry = ProviderRegistry(
+            enrich_timeout=self.settings.enrich_timeout,
+            compress_timeout=self.settings.compress_timeout,
+            shutdown_timeout=self.settings.shutdown_timeout,
+        )
+        for provider in (*self._builtin_providers(), *providers):
+            self.registry.register(provider)
+        self._lock = threading.RLock()
+        self._session_key: str | None = None
+        self._system_prompt: str | None = None
+        self._closed = False
+
+    @classmethod
+    def open(cls, session_key: str, home: str | None = None, **kwargs: Any) -> AgentMemory:
+        """Construct and :meth:`start_session` in one call."""
+        memory = cls(home, **kwargs)
+        try:
+            memory.start_session(session_key)
+        except BaseException:
+            memory.close()
+            raise
+        return memory
+
+    def _builtin_providers(self) -> list[MemoryProvider]:
+        # Imported here: a user who disables both never pays for SQLite schemas or embeddings.
+        builtin: list[MemoryProvider] = []
+        if self.settings.archive_enabled:
+            from .archive import ArchiveProvider
+
+            builtin.append(ArchiveProvider(self.settings.state_db))
+        if self.settings.graph_enabled:
+            from .graph import GraphProvider
+
+            builtin.append(GraphProvider.from_settings(self.settings, frozen_entries=self._frozen_entries))
+        return builtin
+
+    # -- session ------------------------------------------------------------------------------
+
+    @property
+    def session_key(self) -> str | None:
+        """The current session's key, or None before :meth:`start_session`."""
+        return self._session_key
+
+    def start_session(self, session_key: str) -> None:
+        """Load the curated store (freezing the snapshot) and initialize the providers, in order."""
+        if not isinstance(session_key, str) or not session_key.strip():
+            raise InvalidArgument("session_key", "must be a non-empty string")
+        with self._lock:
+            if self._closed:
+                raise SessionNotStarted("this AgentMemory is closed")
+            if self._session_key is not None:
+                raise SessionNotStarted(f"session {self._session_key!r} already started; use a new AgentMemory")
+            self.store.load()
+            self._session_key = session_key
+            self._system_prompt = "\n\n".join(
+                block for block in (self.store.render_snapshot("memory"), self.store.render_snapshot("user")) if block
+            )
+            self.registry.initialize_all(session_key, self.settings.providers)
+
+    def _frozen_entries(self) -> tuple[str, ...]:
+        """Entries already in the frozen prompt, so providers need not repeat them per turn."""
+        return self.store.frozen_entries("memory") + self.store.frozen_entries("user")
+
+    def _require_session(self) -> None:
+        if self._session_key is None or self._closed:
+            raise SessionNotStarted("call start_session() first" if not self._closed else "this AgentMemory is closed")
+
+    def system_prompt(self) -> str:
+        """The frozen curated blocks; byte-identical for the whole session ("" when memory is empty)."""
+        self._require_session()
+        assert self._system_prompt is not None
+        return self._system_prompt
+
+    def tools(self) -> list[dict[str, Any]]:
+        """``memory`` plus every active provider's tools, in OpenAI function format."""
+        return [json.loads(json.dumps(MEMORY_TOOL_SCHEMA)), *self.registry.tool_schemas()]
+
+    # -- turns --------------------------------------------------------------------------------
+
+    def prepare_messages(self, user_message: str, messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """The message list for this turn's API call.
+
+        ``messages`` is the stored history ending with the current user message. Providers' context is
+        fenced and appended to a copy of that last user message; ``messages`` is never modified.
+        """
+        self._require_session()
+        if not isinstance(user_message, str):
+            raise InvalidArgument("user_message", f"must be a string, got {type(user_message).__name__}")
+        self.store.new_turn()
+        api_messages = [dict(message) for message in messages]
+        block = build_memory_context_block(self.registry.enrich_turn(user_message, messages))
+        if not block:
+            return api_messages
+        for index in range(len(api_messages) - 1, -1, -1):
+            if api_messages[index].get("role") == "user":
+                api_messages[index]["content"] = inject_memory_context(api_messages[index].get("content", ""), block)
+                break
+        else:
+            log.warning("prepare_messages: no user message to carry the memory context; left out")
+        return api_messages
+
+    def handle_tool_call(self, name: str, arguments: Any) -> str:
+        """Run tool ``name`` (``memory`` or a provider's); ``arguments`` is a dict or JSON string. Returns JSON."""
+        self._require_session()
+        if name != _TOOL_NAME:
+            return self.registry.handle_tool_call(name, arguments)
+        try:
+            call = parse_memory_call(arguments)
+        except InvalidArgument as exc:
+            return failure(f"invalid argument {exc.field}: {exc.problem}", field=exc.field)
+        if self.registry.suppresses_local_writes(call.target):
+            result = self._delegated_write(call)
+        else:
+            result = execute_memory_call(self.store, call)
+        if json.loads(result).get("success"):
+            for op in call.operations:
+                self.registry.on_memory_write(
+                    op.action, call.target, getattr(op, "content", ""), getattr(op, "old_text", None)
+                )
+        return result
+
+    def _delegated_write(self, call: MemoryCall) -> str:
+        # A provider owns this target's storage; the local file stays untouched, but the content is
+        # scanned all the same, since the provider may feed it back into a prompt.
+        for op in call.operations:
+            findings = scan(getattr(op, "content", "") or "")
+            if findings:
+                categories = sorted({finding.category for finding in findings})
+                return failure(
+                    f"content blocked by the threat scan ({', '.join(categories)}); nothing was written",
+                    findings=[finding.__dict__ for finding in findings],
+                )
+        return success(
+            target=call.target,
+            message=f"{len(call.operations)} operation(s) handed to the memory provider for {call.target!r}",
+        )
+
+    def turn_complete(self, user_message: str, assistant_response: str) -> None:
+        """Tell providers a turn succeeded (fire-and-forget); pass the un-enriched user message."""
+        self._require_session()
+        self.registry.on_turn_complete(user_message, assistant_response)
+
+    def before_compress(self, messages: Sequence[Mapping[str, Any]], compression_count: int) -> None:
+        """Last look for providers at messages about to be discarded; blocks up to ``compress_timeout``."""
+        self._require_session()
+        self.registry.on_compress(messages, compression_count)
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Flush and shut down every provider within ``shutdown_timeout``; idempotent."""
+        with self._lock:
+            self._closed = True
+        self.registry.shutdown_all()
+
+    def __enter__(self) -> AgentMemory:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
