@@ -271,3 +271,23 @@ def test_lone_surrogates_anywhere_in_a_message_are_refused(archive):
         archive.append(sid, {"role": "user", "content": [{"type": "text", "text": "bad \ud800"}]})
     assert refused.value.field == "messages[0].content"
     assert archive.messages(sid) == []
+
+
+def test_without_trigram_support_cjk_search_falls_back_to_substrings(tmp_path, monkeypatch):
+    from mnemo.archive import schema
+
+    monkeypatch.setattr(schema, "trigram_available", lambda conn: False)  # as on SQLite < 3.34
+    with SessionArchive(tmp_path / "old.db") as archive:
+        assert schema.cjk_tokenizer(archive._db) == "unicode61"
+        conversation(archive, ["我们明天去东京塔看夜景", "nothing here"])
+        assert [h.message.text for h in archive.search_messages("东京塔")] == ["我们明天去东京塔看夜景"]
+
+
+def test_a_file_that_is_not_a_database_is_refused_and_left_alone(tmp_path):
+    from mnemo._db import DatabaseError
+
+    path = tmp_path / "state.db"
+    path.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(DatabaseError):
+        SessionArchive(path)
+    assert path.read_bytes() == b"this is not sqlite" * 100
