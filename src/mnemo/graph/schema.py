@@ -1,7 +1,8 @@
 """The memory graph's tables in ``state.db`` (all prefixed ``graph_``), migrated forward only.
 
 Memories have an integer ``seq`` as their rowid so the external-content FTS index keeps pointing at the
-right rows across ``VACUUM``. Vectors have an ever-increasing ``seq`` too (a re-embedded memory gets a new
+right rows across ``VACUUM``; it never reuses a number, so "everything up to seq N is embedded" stays
+true. Vectors have an ever-increasing ``seq`` too (a re-embedded memory gets a new
 one), so an in-memory index can catch up with other processes' embeddings by reading only newer rows. Whether a memory is superseded is never stored: it is derived from the
 ``updates`` edges, so an edge and the flag it implies cannot disagree.
 """
@@ -17,7 +18,7 @@ COMPONENT = "graph"
 
 _V1 = """
 CREATE TABLE graph_memories (
-    seq INTEGER PRIMARY KEY,
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
     id TEXT NOT NULL UNIQUE,
     content TEXT NOT NULL,
     type TEXT NOT NULL,

@@ -131,6 +131,7 @@ class MemoryGraph:
         self._clock = clock
         self._lock = threading.RLock()
         self._vectors = VectorCache()
+        self._embedded_upto: dict[tuple[Scope, str, int], int] = {}
         self._closed = False
         ensure_schema(self._conn)
 
@@ -586,35 +587,52 @@ class MemoryGraph:
 
     def embed_pending(self, limit: int | None = None, *, batch_size: int = EMBED_BATCH) -> int:
         """Embed memories of this scope that have no vector from the current model (new ones, or all of
-        them after a model change), in batches; returns how many were embedded."""
+        them after a model change), in batches; returns how many were embedded.
+
+        A cursor per scope and model remembers how far everything is embedded, so the check a recall
+        makes costs only the memories written since (``seq`` only grows).
+        """
         embedder = self.embedder
         if embedder is None:
             return 0
+        key = (self.scope, embedder.name, embedder.dim)
         done = 0
         while limit is None or done < limit:
             want = batch_size if limit is None else min(batch_size, limit - done)
+            cursor = self._embedded_upto.get(key, 0)
             with self._lock:
-                rows = self._conn.execute(
-                    "SELECT m.id, m.content FROM graph_memories m LEFT JOIN graph_vectors v ON v.memory_id = m.id"
-                    f" WHERE {SCOPE_CLAUSE} AND (v.memory_id IS NULL OR v.model != ? OR v.dim != ?)"
-                    " ORDER BY m.seq LIMIT ?",
-                    (*scope_params(self.scope), embedder.name, embedder.dim, want),
-                ).fetchall()
-            if not rows:
+                # One read snapshot, so "nothing pending up to MAX(seq)" is true of the same state.
+                self._conn.execute("BEGIN")
+                try:
+                    rows = self._conn.execute(
+                        "SELECT m.seq, m.id, m.content FROM graph_memories m"
+                        " LEFT JOIN graph_vectors v ON v.memory_id = m.id"
+                        # Unary + keeps the planner on the seq range instead of the scope index.
+                        " WHERE m.seq > ? AND +m.user_id = ? AND +m.agent_id = ? AND +m.channel_id = ?"
+                        " AND (v.memory_id IS NULL OR v.model != ? OR v.dim != ?) ORDER BY m.seq LIMIT ?",
+                        (cursor, *scope_params(self.scope), embedder.name, embedder.dim, want),
+                    ).fetchall()
+                    top = self._conn.execute("SELECT COALESCE(MAX(seq), 0) FROM graph_memories").fetchone()[0]
+                finally:
+                    self._conn.execute("COMMIT")
+            if rows:
+                vectors = np.asarray(embedder.embed([r[2] for r in rows]), dtype=np.float32)
+                if vectors.shape != (len(rows), embedder.dim):
+                    raise ValueError(
+                        f"embedder {embedder.name!r} returned shape {vectors.shape}, expected {(len(rows), embedder.dim)}"
+                    )
+                with self._write() as conn:
+                    # A memory purged meanwhile must not get an orphan vector.
+                    conn.executemany(
+                        "INSERT OR REPLACE INTO graph_vectors (memory_id, model, dim, vector)"
+                        " SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM graph_memories WHERE id = ?)",
+                        [(r[1], embedder.name, embedder.dim, v.tobytes(), r[1]) for r, v in zip(rows, vectors)],
+                    )
+                done += len(rows)
+            finished = len(rows) < want
+            self._embedded_upto[key] = top if finished else rows[-1][0]
+            if finished:
                 break
-            vectors = np.asarray(embedder.embed([r[1] for r in rows]), dtype=np.float32)
-            if vectors.shape != (len(rows), embedder.dim):
-                raise ValueError(
-                    f"embedder {embedder.name!r} returned shape {vectors.shape}, expected {(len(rows), embedder.dim)}"
-                )
-            with self._write() as conn:
-                # A memory purged meanwhile must not get an orphan vector.
-                conn.executemany(
-                    "INSERT OR REPLACE INTO graph_vectors (memory_id, model, dim, vector)"
-                    " SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM graph_memories WHERE id = ?)",
-                    [(r[0], embedder.name, embedder.dim, v.tobytes(), r[0]) for r, v in zip(rows, vectors)],
-                )
-            done += len(rows)
         return done
 
     def flush(self) -> None:

@@ -51,7 +51,8 @@ class VectorCache:
         with self._lock:
             index, seen = self._indexes.get(key) or (BruteForceIndex(embedder.dim), 0)
             rows = conn.execute(
-                "SELECT v.seq, v.memory_id, v.vector FROM graph_vectors v JOIN graph_memories m ON m.id = v.memory_id"
+                # CROSS JOIN fixes the loop order: walk the new vectors by seq, then check each one's scope.
+                "SELECT v.seq, v.memory_id, v.vector FROM graph_vectors v CROSS JOIN graph_memories m ON m.id = v.memory_id"
                 f" WHERE v.seq > ? AND v.model = ? AND v.dim = ? AND {SCOPE_CLAUSE} ORDER BY v.seq",
                 (seen, embedder.name, embedder.dim, *scope_params(scope)),
             ).fetchall()
