@@ -14,7 +14,6 @@ explicit way to really delete.
 from __future__ import annotations
 
 import copy
-import logging
 import sqlite3
 import threading
 import time
@@ -30,6 +29,7 @@ import numpy as np
 
 from .. import _db
 from ..errors import InvalidArgument
+from ..safety.scan import scan
 from . import recall as _recall
 from .errors import BlockedContent, ImportConflict, MemoryNotFound
 from .schema import SCOPE_CLAUSE, SELECT_MEMORY, ensure_schema, row_to_memory, scope_params
@@ -47,8 +47,6 @@ from .vectors import VectorCache
 
 if TYPE_CHECKING:
     from ..embeddings.protocol import Embedder
-
-log = logging.getLogger("mnemo.graph")
 
 MAX_CONTENT_CHARS = 4_000
 # Bounds the work a recall may do to catch up on pending embeddings; the rest waits for the next recall
@@ -72,12 +70,6 @@ class RestoreCounts:
 
 def _new_id() -> str:
     return uuid.uuid4().hex[:16]
-
-
-def _scan(text: str) -> tuple[Any, ...]:
-    from ..safety.scan import scan
-
-    return tuple(scan(text))
 
 
 def parse_time(value: Any, field: str) -> float | None:
@@ -184,7 +176,7 @@ class MemoryGraph:
             raise InvalidArgument(field, "must not contain NUL characters")
         if len(text) > self.max_content_chars:
             raise InvalidArgument(field, f"is {len(text):,} characters; the limit is {self.max_content_chars:,}")
-        findings = _scan(text)
+        findings = scan(text)
         if findings:
             raise BlockedContent(field, findings)
         return text
@@ -201,7 +193,7 @@ class MemoryGraph:
             raise InvalidArgument("source", f"must be a string, got {type(value).__name__}")
         return value
 
-    def _parse_links(self, links: Iterable[Any]) -> list[tuple[str, Relation, float]]:
+    def _parse_links(self, links: Iterable[Link]) -> list[tuple[str, Relation, float]]:
         parsed = []
         for index, link in enumerate(links):
             field = f"relations[{index}]"
@@ -401,7 +393,7 @@ class MemoryGraph:
         *,
         importance: float | None = None,
         source: str = "",
-        relations: Iterable[Any] = (),
+        relations: Iterable[Link] = (),
     ) -> Memory:
         """Store a new memory (importance defaults to its type's) with optional edges to existing ones.
 
