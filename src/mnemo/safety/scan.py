@@ -99,7 +99,7 @@ _FLAGS = re.IGNORECASE | re.MULTILINE
 
 # Words that point at the model's own instructions rather than at, say, lint warnings.
 _ANCHOR = r"(?:previous|prior|above|earlier|preceding|former|original|initial|old|system|developer|your|all)"
-_FILLER = r"(?:all|any|every|each|of|the|your|my|these|those|and|other)"
+_FILLER = r"(?:all|any|every|each|of|the|your|my|these|those|and|or|other|following)"
 _INSTRUCTIONS = (
     r"(?:instructions?|prompts?|rules|directives?|guidelines|guidance|guardrails|commands|orders"
     r"|programming|context|restrictions|policies|messages)"
@@ -185,8 +185,8 @@ _RULES: tuple[tuple[str, str, tuple[tuple[str, ...], ...], str], ...] = (
         PROMPT_INJECTION,
         "new_system_prompt",
         (("system",),),
-        r"\b(?:new|updated|revised|real|actual|true|hidden|secret|override|replacement)\s+system\s+"
-        r"(?:prompt|instructions?|message|directive)s?\b",
+        r"\b(?:new|updated|revised|real|actual|true|hidden|secret|override|replacement|important|urgent|priority"
+        r"|official)\s+system\s+(?:prompt|instructions?|message|directive|notice)s?\b",
     ),
     (
         PROMPT_INJECTION,
@@ -216,8 +216,9 @@ _RULES: tuple[tuple[str, str, tuple[tuple[str, ...], ...], str], ...] = (
     (
         PROMPT_INJECTION,
         "jailbreak_mode",
-        (("mode", "anything", "act", "pretend"),),
+        (("mode", "anything", "act", "pretend", "override"),),
         r"\b(?:developer|jailbreak|dan|god)\s+mode\s+(?:enabled|activated|on)\b"
+        r"|\b(?:system|admin|administrator|developer|root|security)\s+override\b"
         r"|\bdo\s+anything\s+now\b"
         r"|\bact\s+as\s+(?:an?\s+)?(?:unrestricted|unfiltered|uncensored|jailbroken)\b"
         r"|\bpretend\s+(?:that\s+)?you\s+(?:have|are\s+under)\s+no\s+(?:rules|restrictions|limits|guidelines|filters)\b",
@@ -226,9 +227,9 @@ _RULES: tuple[tuple[str, str, tuple[tuple[str, ...], ...], str], ...] = (
     (
         ROLE_HIJACK,
         "chat_template_token",
-        (("<|", "inst]", "sys>>", "_of_turn>"),),
+        (("<|", "inst]", "sys>>", "_of_turn>", "<im_"),),
         r"<\|\s*[a-z][a-z_ -]{1,30}\s*\|>"
-        r"|\[/?INST\]|<</?SYS>>|<(?:start|end)_of_turn>",
+        r"|\[/?INST\]|<</?SYS>>|<(?:start|end)_of_turn>|<\|?im_(?:start|end|sep)\|?>",
     ),
     (
         ROLE_HIJACK,
@@ -271,6 +272,13 @@ _RULES: tuple[tuple[str, str, tuple[tuple[str, ...], ...], str], ...] = (
     ),
     (
         EXFILTRATION,
+        "send_environment_from_code",
+        (("environ", "process.env"), ("requests", "httpx", "urllib", "fetch", "axios", "http")),
+        r"\b(?:requests|httpx|urllib[\w.]*|fetch|axios|https?\.request)\b[^\n]{0,200}(?:\bos\.environ\b(?!\s*[\[.])"
+        r"|\bprocess\.env\b(?!\s*[\[.]))",
+    ),
+    (
+        EXFILTRATION,
         "redirect_file_into_netcat",
         (("nc", "netcat", "socat"), ("<",)),
         r"\b(?:nc|ncat|netcat|socat)\b[^\n|]{0,100}<\s*\S",
@@ -281,7 +289,10 @@ _RULES: tuple[tuple[str, str, tuple[tuple[str, ...], ...], str], ...] = (
         (_CREDENTIAL_WORDS,),
         rf"\b(?:cat|less|more|head|tail|base64|xxd|od|strings|type|bat|read|print|dump"
         rf"|exfiltrate|upload|send|leak|email|paste|reveal)\s+(?:-\S+\s+)*"
-        rf"(?:(?:the\s+)?(?:contents?\s+of\s+|file\s+)?(?:the\s+)?)[\"']?(?:{_CREDENTIAL_PATH})",
+        rf"(?:(?:the\s+)?(?:contents?\s+of\s+|file\s+)?(?:the\s+)?)[\"']?(?:{_CREDENTIAL_PATH})"
+        # Softer verbs ("include .env support") count only when aimed at the file's contents.
+        rf"|\b(?:include|share|post|output|display|show|copy|attach|forward|add)\s+(?:all\s+)?(?:of\s+)?"
+        rf"(?:the\s+)?contents?\s+of\s+(?:the\s+)?(?:file\s+)?[\"']?(?:{_CREDENTIAL_PATH})",
     ),
     (
         EXFILTRATION,
@@ -339,7 +350,8 @@ _RULES: tuple[tuple[str, str, tuple[tuple[str, ...], ...], str], ...] = (
         r"<[a-z][^<>]{0,400}\bstyle\s*=\s*[\"']?[^\"'<>]{0,300}(?:display\s*:\s*none|visibility\s*:\s*hidden"
         r"|font-size\s*:\s*0(?:\.0+)?(?:px|em|rem|pt|%)?\s*(?:[;\"'>]|$)|opacity\s*:\s*0(?:\.0+)?\s*(?:[;\"'>]|$)"
         r"|(?:left|top)\s*:\s*-\d{4,})"
-        r"|<[a-z][^<>]{0,400}\shidden(?=[\s/>=])",
+        # ``hidden={!open}`` is JSX toggling a drawer, not a static hiding place.
+        r"|<[a-z][^<>]{0,400}\shidden(?=[\s/>]|=(?!\s*\{))",
     ),
     (
         HIDDEN_HTML,
