@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
 import re
 import time
+import unicodedata
 
 import pytest
 
@@ -187,6 +189,18 @@ def test_ordinary_note_scans_clean(note: str) -> None:
 def test_hostile_note_is_caught_in_its_category(note: str, category: str) -> None:
     findings = scan(note)
     assert category in {finding.category for finding in findings}, findings
+
+
+@pytest.mark.parametrize("note", [note for note, _ in HOSTILE_NOTES] + ORDINARY_NOTES)
+def test_literal_pre_check_never_hides_a_pattern_match(note: str) -> None:
+    """The cheap substring test before each pattern is an optimisation, never a filter."""
+    # The package re-exports the function under the module's name, so fetch the module itself.
+    scan_module = importlib.import_module("mnemo.safety.scan")
+    normalised = scan_module._STRIPPED_BEFORE_MATCHING.sub("", unicodedata.normalize("NFKC", note))
+    normalised = normalised.translate(scan_module._DOTTED_AND_DOTLESS_I)
+    every_match = {rule.name for rule in scan_module._COMPILED if rule.pattern.search(normalised)}
+    reported = {finding.rule for finding in scan(note) if finding.category != INVISIBLE_UNICODE}
+    assert reported == every_match
 
 
 def test_corpora_are_large_enough_to_mean_something() -> None:
