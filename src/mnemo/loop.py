@@ -86,23 +86,19 @@ class Conversation:
     def send(self, user_message: str) -> Turn:
         """Run one user turn to the model's final answer."""
         steps = self._turn(user_message)
-        request = next(steps)
-        while True:
-            try:
-                request = steps.send(self.llm.complete(request, tools=self._tools))
-            except StopIteration as done:
-                return done.value
+        step = _advance(steps, None)
+        while not isinstance(step, Turn):
+            step = _advance(steps, self.llm.complete(step, tools=self._tools))
+        return step
 
     async def asend(self, user_message: str) -> Turn:
         """:meth:`send` for asyncio: the model is awaited, memory work runs in a worker thread."""
         steps = self._turn(user_message)
-        request = await asyncio.to_thread(next, steps)
-        while True:
-            response = await self.llm.acomplete(request, tools=self._tools)
-            try:
-                request = await asyncio.to_thread(steps.send, response)
-            except StopIteration as done:
-                return done.value
+        step = await asyncio.to_thread(_advance, steps, None)
+        while not isinstance(step, Turn):
+            response = await self.llm.acomplete(step, tools=self._tools)
+            step = await asyncio.to_thread(_advance, steps, response)
+        return step
 
     def _turn(self, user_message: str) -> Generator[list[dict[str, Any]], ChatResponse, Turn]:
         # One turn as a generator that yields each model request and receives the response, so the
@@ -139,3 +135,14 @@ class Conversation:
         self.history.append({"role": "assistant", "content": reply})
         self.memory.turn_complete(user_message, reply)
         return Turn(reply=reply, tool_events=tuple(events), api_messages=first_call)
+
+
+def _advance(
+    steps: Generator[list[dict[str, Any]], ChatResponse, Turn], response: ChatResponse | None
+) -> list[dict[str, Any]] | Turn:
+    # StopIteration cannot cross a Future (asyncio turns it into a hang), so the finished turn comes
+    # back as a value instead.
+    try:
+        return next(steps) if response is None else steps.send(response)
+    except StopIteration as done:
+        return done.value
