@@ -19,6 +19,7 @@ object with the scores. The plain FTS5 OR-of-terms baseline is computed in the s
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import random
 import re
@@ -78,8 +79,8 @@ class Synth:
     def __init__(self, seed: int = 7) -> None:
         self.rng = random.Random(seed)
         # Zipf-like weights so some words are common and most are rare, as in real text.
-        self.tech_w = [1 / (i + 1) ** 0.9 for i in range(len(_TECH))]
-        self.every_w = [1 / (i + 1) ** 0.9 for i in range(len(_EVERYDAY))]
+        self.tech_w = list(itertools.accumulate(1 / (i + 1) ** 0.9 for i in range(len(_TECH))))
+        self.every_w = list(itertools.accumulate(1 / (i + 1) ** 0.9 for i in range(len(_EVERYDAY))))
         self.rare = [f"{w}{i}" for i in range(3000) for w in ("proj", "host", "ticket")]
 
     def _fill(self, template: str) -> str:
@@ -89,9 +90,9 @@ class Synth:
             if kind == "t":
                 if rng.random() < 0.08:
                     return rng.choice(self.rare)
-                return rng.choices(_TECH, self.tech_w)[0]
+                return rng.choices(_TECH, cum_weights=self.tech_w)[0]
             if kind == "e":
-                return rng.choices(_EVERYDAY, self.every_w)[0]
+                return rng.choices(_EVERYDAY, cum_weights=self.every_w)[0]
             if kind == "n":
                 return rng.choice(_NAMES)
             return str(rng.randint(5, 900))

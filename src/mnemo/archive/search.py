@@ -7,12 +7,14 @@ Everything here reads; the store owns writes and locking. Queries are always bui
 
 from __future__ import annotations
 
+import math
+import re
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from ..errors import InvalidArgument
-from ..retrieval import cjk_ngrams, has_cjk, parse_query, term_phrases
+from ..retrieval import STOP_WORDS, cjk_ngrams, has_cjk, parse_query, term_phrases
 from .records import HIDDEN_SOURCES
 
 HIGHLIGHT = ("**", "**")
@@ -21,11 +23,9 @@ SORTS = ("relevance", "newest", "oldest")
 # the same word inside a JSON argument.
 _BM25 = "bm25(messages_fts, 1.0, 0.6, 0.4)"
 _SNIPPET_TOKENS = 16
-# Ranking cost grows with the number of matching rows (bm25 reads every match's positions), so a
-# query whose terms are common everywhere is ranked within a bounded candidate set: globally over
-# its rarer terms, and over every term within the most recent stretch of the archive. This many
-# matches per term is the budget; below it, ranking is exact and global.
-MATCH_BUDGET = 1000
+# A term with at least this many matches is "common": bm25 would cost a walk over its whole doclist,
+# so queries with common terms are scored from bounded probes instead (see Searcher._bounded).
+MATCH_BUDGET = 500
 # In a conversation the words of a question and of its answer are often in adjacent messages, so a
 # message's relevance borrows from its neighbours': its own bm25 plus these fractions of the bm25 of
 # the candidates one and two messages away in the same session. Ranked over this many candidates.
@@ -130,6 +130,66 @@ def _snippets(conn: sqlite3.Connection, table: str, fts_query: str, ids: Iterabl
     return {row[0]: row[1] for row in rows}
 
 
+_PHRASE_RE = re.compile(r'"((?:[^"]|"")*)"(\*?)')
+_WORD_RE = re.compile(r"[^\W_]+")
+_SUFFIXES = ("ingly", "edly", "ing", "ies", "ied", "es", "ed", "ly", "s")
+
+
+def _stem(word: str) -> str:
+    # A light suffix strip, enough to highlight "deployed" for "deploy"; ranking uses FTS5's porter.
+    word = word.lower()
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def _query_words(fts_query: str) -> tuple[set[str], tuple[str, ...]]:
+    exact: set[str] = set()
+    prefixes: list[str] = []
+    for body, star in _PHRASE_RE.findall(fts_query):
+        words = _WORD_RE.findall(body.replace('""', '"'))
+        for index, word in enumerate(words):
+            if star and index == len(words) - 1:
+                prefixes.append(word.lower())
+            else:
+                exact.add(_stem(word))
+    return exact, tuple(prefixes)
+
+
+def highlight(text: str, fts_query: str, *, tokens: int = _SNIPPET_TOKENS) -> str:
+    """A window of about ``tokens`` words of ``text`` around its densest run of query words, with those
+    words marked. Computed in Python: asking FTS5 for snippets re-evaluates the query per row."""
+    exact, prefixes = _query_words(fts_query)
+    spans = [m.span() for m in _WORD_RE.finditer(text)]
+    if not spans:
+        return text[: 2 * _LIKE_SNIPPET_CHARS]
+
+    def hit(span: tuple[int, int]) -> bool:
+        word = text[span[0] : span[1]].lower()
+        return _stem(word) in exact or (bool(prefixes) and word.startswith(prefixes))
+
+    marks = [hit(span) for span in spans]
+    best = 0
+    count = best_count = sum(marks[:tokens])
+    for start in range(1, max(1, len(spans) - tokens + 1)):  # slide the window one word at a time
+        count += marks[start + tokens - 1] - marks[start - 1]
+        if count > best_count:
+            best, best_count = start, count
+    chosen = range(best, min(len(spans), best + tokens))
+    pieces: list[str] = ["…" if best > 0 else text[: spans[0][0]]]
+    for position in chosen:
+        begin, end = spans[position]
+        word = text[begin:end]
+        pieces.append(HIGHLIGHT[0] + word + HIGHLIGHT[1] if marks[position] else word)
+        after = spans[position + 1][0] if position + 1 < len(spans) else len(text)
+        if position + 1 < chosen.stop or position + 1 == len(spans):
+            pieces.append(text[end:after])
+    if chosen.stop < len(spans):
+        pieces.append("…")
+    return "".join(pieces).strip()
+
+
 def _like_snippet(text: str, needles: Sequence[str]) -> str:
     positions = [(text.find(n), n) for n in needles if n and text.find(n) >= 0]
     if not positions:
@@ -156,6 +216,7 @@ class Searcher:
     def __init__(self, conn: sqlite3.Connection, *, trigram: bool) -> None:
         self._conn = conn
         self._trigram = trigram
+        self._probes: dict[str, list[int]] = {}  # the strict query and its fallback share terms
 
     def find(self, query: str, *, limit: int, filters: Filters, sort: str = "relevance") -> list[Match]:
         """Up to ``limit`` matching messages, best first (or by time when ``sort`` says so)."""
@@ -201,37 +262,83 @@ class Searcher:
         ranked = _fts_matches(self._conn, "messages_fts", _BM25, fts_query, filters, sort, limit, min_rowid=min_rowid)
         return [Match(mid, score, None, "messages_fts", fts_query) for mid, score in ranked]
 
-    def _probe(self, phrase: str) -> int | None:
-        """None when ``phrase`` matches fewer rows than the budget, else the rowid above which its
-        ``MATCH_BUDGET`` most recent matches lie (an index-only walk, cheap and bounded)."""
-        rows = self._conn.execute(
-            "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rowid DESC LIMIT ?",
-            (phrase, MATCH_BUDGET),
-        ).fetchall()
-        return rows[-1][0] if len(rows) >= MATCH_BUDGET else None
+    def _probe(self, phrase: str) -> list[int]:
+        """The rowids of ``phrase``'s most recent matches, newest first, at most ``MATCH_BUDGET``
+        (an index-only walk from the end: cheap and bounded whatever the archive's size)."""
+        if phrase not in self._probes:
+            rows = self._conn.execute(
+                "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rowid DESC LIMIT ?",
+                (phrase, MATCH_BUDGET),
+            ).fetchall()
+            self._probes[phrase] = [row[0] for row in rows]
+        return self._probes[phrase]
 
     def _bounded(self, phrases: list[str], joiner: str, limit: int, filters: Filters, sort: str) -> list[Match]:
-        """Run ``phrases`` joined by ``joiner`` (implicit AND or OR) within the match budget."""
+        """Run ``phrases`` joined by ``joiner`` (implicit AND or OR) within the match budget.
+
+        FTS5's bm25 first counts every row holding each phrase, a walk over whole doclists that costs
+        tens of milliseconds for a word found in a million messages. So bm25 is used when every term
+        is rarer than ``MATCH_BUDGET`` (always, on small archives); otherwise rows are scored from
+        the probes alone: each phrase a row holds adds that phrase's IDF, with common phrases looked
+        at only in the recent stretch where each has at most ``MATCH_BUDGET`` matches.
+        """
         if not phrases:
             return []
         full = joiner.join(phrases)
+        if joiner == " ":
+            # An AND is no bigger than its rarest term: one rare term makes bm25 cheap. Stop words
+            # are common everywhere, so only topic words are probed (the first word if none).
+            topical = [p for p in phrases if p.strip('"*').lower() not in STOP_WORDS] or phrases[:1]
+            starts = []
+            for phrase in topical:
+                rows = self._probe(phrase)
+                if len(rows) < MATCH_BUDGET:
+                    return self._run_fts(full, limit, filters, sort)
+                starts.append(rows[-1])
+            window = self._conn.execute(
+                "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? AND rowid >= ? ORDER BY rowid DESC",
+                (full, max(starts)),
+            ).fetchall()
+            return self._filtered([(row[0], 0.0) for row in window], full, limit, filters, sort)
         probes = {phrase: self._probe(phrase) for phrase in phrases}
-        common = {p: start for p, start in probes.items() if start is not None}
-        if joiner == " " and len(common) < len(phrases):
-            return self._run_fts(full, limit, filters, sort)  # an AND is no bigger than its rarest term
-        if not common:
+        if all(len(rows) < MATCH_BUDGET for rows in probes.values()):
             return self._run_fts(full, limit, filters, sort)
-        rare = [p for p in phrases if p not in common]
-        # Within [start, newest] every common term has at most MATCH_BUDGET matches.
-        start = min(common.values()) if joiner == " " else max(common.values())
-        for _ in range(3):
-            found = self._run_fts(full, limit, filters, sort, min_rowid=start)
-            if rare:
-                found = _best(found, self._run_fts(" OR ".join(rare), limit, filters, sort), limit, sort)
-            if len(found) >= limit or start <= 1:
-                return found
-            start //= 4  # filters left too few in the window: widen it towards the oldest rows
-        return self._run_fts(full, limit, filters, sort)
+        newest = max(rows[0] for rows in probes.values() if rows)
+        start = max(rows[-1] for rows in probes.values() if len(rows) >= MATCH_BUDGET)
+        scores: dict[int, float] = {}
+        for rows in probes.values():
+            if len(rows) < MATCH_BUDGET:
+                frequency = len(rows)
+            else:  # extrapolate the document frequency from the density of recent matches
+                frequency = MATCH_BUDGET * newest / max(1, newest - rows[-1] + 1)
+            idf = max(1e-6, math.log((newest - frequency + 0.5) / (frequency + 0.5)))
+            for rowid in rows:
+                if len(rows) < MATCH_BUDGET or rowid >= start:
+                    scores[rowid] = scores.get(rowid, 0.0) - idf
+        return self._filtered(sorted(scores.items(), key=lambda item: (item[1], -item[0])), full, limit, filters, sort)
+
+    def _filtered(
+        self, ranked: list[tuple[int, float]], fts_query: str, limit: int, filters: Filters, sort: str
+    ) -> list[Match]:
+        """The first ``limit`` of ``ranked`` (rowid, score) that pass ``filters``, in ``sort`` order."""
+        if sort == "newest":
+            ranked = sorted(ranked, key=lambda item: -item[0])
+        elif sort == "oldest":
+            ranked = sorted(ranked, key=lambda item: item[0])
+        where, params = filters.sql()
+        kept: list[Match] = []
+        chunk = max(4 * limit, 200)
+        for offset in range(0, len(ranked), chunk):
+            part = ranked[offset : offset + chunk]
+            allowed = {row[0] for row in self._conn.execute(
+                f"SELECT m.id FROM messages m JOIN sessions s ON s.id = m.session_id"
+                f" WHERE m.id IN ({','.join('?' * len(part))}) AND {where}",
+                (*(rowid for rowid, _ in part), *params),
+            ).fetchall()}
+            kept.extend(Match(rowid, score, None, "messages_fts", fts_query) for rowid, score in part if rowid in allowed)
+            if len(kept) >= limit:
+                break
+        return kept[:limit]
 
     def with_snippets(self, matches: Sequence[Match]) -> list[Match]:
         """``matches`` with their highlighted snippets filled in."""
@@ -241,8 +348,18 @@ class Searcher:
                 pending.setdefault((match.table, match.fts_query), []).append(match.message_id)
         found: dict[tuple[str, str, int], str] = {}
         for (table, fts_query), ids in pending.items():
-            for mid, text in _snippets(self._conn, table, fts_query, ids).items():
-                found[(table, fts_query, mid)] = text
+            if table == "messages_fts":
+                texts = self._conn.execute(
+                    f"SELECT id, content, tool_name, tool_text FROM messages WHERE id IN ({','.join('?' * len(ids))})", ids
+                ).fetchall()
+                for mid, content, tool_name, tool_text in texts:
+                    # The match may be in the tool name or call rather than the prose.
+                    candidates = [t for t in (content, tool_text, tool_name) if t]
+                    snippets = [highlight(t, fts_query) for t in candidates] or [""]
+                    found[(table, fts_query, mid)] = max(snippets, key=lambda x: x.count(HIGHLIGHT[0]))
+            else:
+                for mid, text in _snippets(self._conn, table, fts_query, ids).items():
+                    found[(table, fts_query, mid)] = text
         return [
             m if m.snippet is not None else replace(m, snippet=found.get((m.table, m.fts_query, m.message_id), ""))
             for m in matches
@@ -296,23 +413,6 @@ class Searcher:
 
 def _trigram_quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
-
-
-def _best(first: list[Match], second: list[Match], limit: int, sort: str) -> list[Match]:
-    """Union of two rankings of the same query family, best score (or time order) first.
-
-    bm25 takes its statistics from the whole index, so a score over a subset of the query's terms is
-    a lower bound of the full score and the two lists can be compared directly."""
-    best: dict[int, Match] = {}
-    for match in (*first, *second):
-        if match.message_id not in best or match.score < best[match.message_id].score:
-            best[match.message_id] = match
-    ordered = sorted(best.values(), key=lambda m: (m.score, -m.message_id))
-    if sort == "newest":
-        ordered.sort(key=lambda m: -m.message_id)
-    elif sort == "oldest":
-        ordered.sort(key=lambda m: m.message_id)
-    return ordered[:limit]
 
 
 def _merge(first: list[Match], second: list[Match], limit: int) -> list[Match]:

@@ -229,18 +229,23 @@ class SessionArchive:
         return self._roots([session_id])[session_id]
 
     def _roots(self, session_ids: Iterable[str]) -> dict[str, str]:
-        roots: dict[str, str] = {}
+        wanted = list(set(session_ids))
+        if not wanted:
+            return {}
         with self._lock:
-            for session_id in set(session_ids):
-                row = self._db.execute(
-                    "WITH RECURSIVE up(id, parent, depth) AS ("
-                    " SELECT id, parent_session_id, 0 FROM sessions WHERE id = ?"
-                    " UNION ALL SELECT s.id, s.parent_session_id, up.depth + 1 FROM sessions s JOIN up ON s.id = up.parent"
-                    " WHERE up.depth < 1000)"
-                    " SELECT id FROM up ORDER BY depth DESC LIMIT 1",
-                    (session_id,),
-                ).fetchone()
-                roots[session_id] = row[0] if row else session_id
+            # One walk up the parent links for all sessions at once; the depth cap guards against a
+            # cycle written by hand into the database.
+            rows = self._db.execute(
+                "WITH RECURSIVE up(start, id, parent, depth) AS ("
+                f" SELECT id, id, parent_session_id, 0 FROM sessions WHERE id IN ({','.join('?' * len(wanted))})"
+                " UNION ALL SELECT up.start, s.id, s.parent_session_id, up.depth + 1 FROM sessions s"
+                " JOIN up ON s.id = up.parent WHERE up.depth < 1000)"
+                " SELECT start, id FROM up ORDER BY depth",
+                wanted,
+            ).fetchall()
+        roots = {session_id: session_id for session_id in wanted}
+        for start, ancestor in rows:
+            roots[start] = ancestor  # ordered by depth: the last one written is the furthest ancestor
         return roots
 
     def delete_session(self, session_id: str) -> int:
