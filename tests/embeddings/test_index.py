@@ -97,6 +97,14 @@ def test_allowed_ids_restrict_the_candidates() -> None:
         assert [i for i, _ in hits] == expected_top(vectors[ids], ids, query, 3)
 
 
+def test_large_allowed_set_of_poor_matches_still_yields_its_best() -> None:
+    index, vectors = filled(400)
+    query = unit_vectors(1, seed=12)[0]
+    worst_half = [int(i) for i in np.argsort(vectors @ query)[:200]]
+    hits = index.search(query, 5, allowed_ids=worst_half)  # a list works as well as a set
+    assert [i for i, _ in hits] == expected_top(vectors[worst_half], worst_half, query, 5)
+
+
 def test_allowed_ids_not_in_the_index_are_ignored() -> None:
     index, _ = filled(10)
     query = unit_vectors(1, seed=2)[0]

@@ -118,22 +118,41 @@ class BruteForceIndex:
             if k == 0 or count == 0:
                 return []
             if allowed_ids is None:
-                rows = None
                 scores = _dot(self._matrix[:count], vector)
-            else:
-                rows = np.fromiter(
-                    (self._rows[i] for i in allowed_ids if i in self._rows), dtype=np.intp
-                )
-                if rows.size == 0:
-                    return []
-                # Gathering rows copies them; past a quarter of the index scoring everything is cheaper.
-                if rows.size * 4 < count:
-                    scores = _dot(self._matrix[rows], vector)
-                else:
-                    scores = _dot(self._matrix[:count], vector)[rows]
-            best = _top_k(scores, k)
-            positions = best if rows is None else rows[best]
-            return [(self._ids[p], float(scores[b])) for p, b in zip(positions, best, strict=True)]
+                return [(self._ids[row], float(scores[row])) for row in _top_k(scores, k)]
+            allowed = allowed_ids if isinstance(allowed_ids, set | frozenset) else set(allowed_ids)
+            # A small allowed set is cheapest to score on its own; a large one costs more to look up id by id
+            # than scoring everything and walking down the ranking until k allowed ids turn up.
+            if len(allowed) * 8 < count:
+                return self._search_rows(vector, k, allowed)
+            return self._search_ranked(vector, k, allowed, count)
+
+    def _search_rows(
+        self, vector: np.ndarray, k: int, allowed: Collection[Hashable]
+    ) -> list[tuple[Hashable, float]]:
+        rows = np.fromiter((row for row in map(self._rows.get, allowed) if row is not None), dtype=np.intp)
+        if rows.size == 0:
+            return []
+        rows.sort()
+        scores = _dot(self._matrix[rows], vector)
+        return [(self._ids[rows[i]], float(scores[i])) for i in _top_k(scores, k)]
+
+    def _search_ranked(
+        self, vector: np.ndarray, k: int, allowed: Collection[Hashable], count: int
+    ) -> list[tuple[Hashable, float]]:
+        scores = _dot(self._matrix[:count], vector)
+        # Enough candidates to hold k allowed ids twice over if they are spread evenly; widen if not.
+        want = min(count, 2 * k * count // max(1, len(allowed)) + 16)
+        while True:
+            hits = []
+            for row in _top_k(scores, want):
+                if self._ids[row] in allowed:
+                    hits.append((self._ids[row], float(scores[row])))
+                    if len(hits) == k:
+                        return hits
+            if want == count:
+                return hits
+            want = min(count, want * 4)
 
     def _reserve(self, size: int) -> None:
         capacity = self._matrix.shape[0]
