@@ -254,3 +254,32 @@ def test_the_registry_serves_its_tools_and_context(tmp_path):
     assert saved["success"] is True
     assert registry.enrich_turn("when is standup?", []) == [("graph", registry.providers[0].enrich_turn("when is standup?", []))]
     registry.shutdown_all()
+
+
+def test_from_settings_opens_state_db_imports_curated_and_reads_the_frozen_entries_at_initialize(tmp_path):
+    from mnemo.config import load_settings
+
+    settings = load_settings(tmp_path, graph_context_chars=300)
+    settings.memories_dir.mkdir(parents=True)
+    (settings.memories_dir / "MEMORY.md").write_text("Builds run on Jenkins")
+    frozen: list[str] = []
+    provider = GraphProvider.from_settings(settings, frozen_entries=lambda: frozen)
+    frozen.append("Builds run on Jenkins")  # the snapshot is frozen after construction, before initialize
+    provider.initialize("s", {})
+    assert provider.context_chars == 300
+    assert [m.content for m in provider.graph.memories()] == ["Builds run on Jenkins"]
+    assert settings.state_db.exists()
+    assert provider.enrich_turn("where do builds run", []) is None
+    provider.shutdown()
+
+
+def test_agent_memory_serves_the_graph_tools_and_context(tmp_path):
+    from mnemo import AgentMemory
+
+    with AgentMemory.open("session-1", str(tmp_path)) as memory:
+        names = {tool["function"]["name"] for tool in memory.tools()}
+        assert {"recall", "remember", "relate", "forget"} <= names
+        saved = json.loads(memory.handle_tool_call("remember", {"content": "The user's cat is named Miso"}))
+        assert saved["success"] is True
+        prepared = memory.prepare_messages("what is my cat called?", [{"role": "user", "content": "what is my cat called?"}])
+        assert "The user's cat is named Miso" in json.dumps(prepared)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +23,7 @@ from .store import MemoryGraph
 from .types import Memory, Scope, iso
 
 if TYPE_CHECKING:
+    from ..config import Settings
     from ..embeddings.protocol import Embedder
 
 log = logging.getLogger("mnemo.graph")
@@ -61,7 +62,29 @@ class GraphProvider:
         self.context_chars = context_chars
         self.enrich_limit = enrich_limit
         self._frozen: frozenset[str] = frozenset()
+        self._frozen_source: Callable[[], Iterable[str]] | None = None
+        self._defaults: dict[str, Any] = {}
         self._lock = threading.Lock()
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: Settings,
+        *,
+        frozen_entries: Callable[[], Iterable[str]] | Iterable[str] | None = None,
+        embedder: Embedder | None = None,
+    ) -> GraphProvider:
+        """A provider on ``settings.state_db`` that imports ``settings.memories_dir`` once and spends
+        ``settings.graph_context_chars`` per turn. ``frozen_entries`` may be a callable, read at
+        :meth:`initialize` (after the curated snapshot is frozen). The per-provider config passed to
+        :meth:`initialize` still overrides all of these."""
+        provider = cls(embedder=embedder, context_chars=settings.graph_context_chars)
+        provider._defaults = {"state_db": str(settings.state_db), "memories_dir": str(settings.memories_dir)}
+        if callable(frozen_entries):
+            provider._frozen_source = frozen_entries
+        elif frozen_entries is not None:
+            provider.set_frozen_entries(frozen_entries)
+        return provider
 
     @property
     def graph(self) -> MemoryGraph:
@@ -76,7 +99,9 @@ class GraphProvider:
 
     def initialize(self, session_key: str, config: Mapping[str, Any]) -> None:
         """Open (or adopt) the graph for this session's scope and run the one-time curated import."""
-        config = dict(config or {})
+        config = {**self._defaults, **(config or {})}
+        if self._frozen_source is not None:
+            self.set_frozen_entries(self._frozen_source())
         scope_keys = {k: config[k] for k in ("user_id", "agent_id", "channel_id") if k in config}
         if self._graph is None:
             database = config.get("state_db") or (Path(config["home"]) / "state.db" if config.get("home") else None)
