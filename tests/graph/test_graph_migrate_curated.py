@@ -67,3 +67,15 @@ def test_an_unreadable_file_postpones_the_import(graph, memories_dir):
 def test_a_missing_directory_imports_nothing_and_marks_the_scope(graph, tmp_path):
     assert import_curated(graph, tmp_path / "absent") == 0
     assert import_curated(graph, tmp_path / "absent") is None
+
+
+def test_entries_already_in_the_graph_are_not_duplicated(db_path, memories_dir, tmp_path):
+    from mnemo.graph import export_json, import_json
+
+    with MemoryGraph(db_path) as original:
+        import_curated(original, memories_dir)
+        exported = export_json(original)
+    with MemoryGraph(tmp_path / "restored.db") as restored:
+        import_json(restored, exported)
+        assert import_curated(restored, memories_dir) == 0
+        assert len(restored.memories()) == 3

@@ -38,7 +38,11 @@ def import_curated(graph: MemoryGraph, memories_dir: str | Path) -> int | None:
         if failure is not None:
             log.warning("curated import postponed: %s", failure)
             return None
+        # A graph restored from an export may already hold these entries without the import marker.
+        present = {m.content for m in graph.memories(source=curated_source(target))}
         for entry in store.entries(target):
+            if entry in present:
+                continue
             try:
                 graph.check_content(entry)
             except MnemoError as exc:
