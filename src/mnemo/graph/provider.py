@@ -102,24 +102,30 @@ class GraphProvider:
         config = {**self._defaults, **(config or {})}
         if self._frozen_source is not None:
             self.set_frozen_entries(self._frozen_source())
+        # Everything is validated before the database is opened, so a refusal leaves nothing open.
         scope_keys = {k: config[k] for k in ("user_id", "agent_id", "channel_id") if k in config}
-        if self._graph is None:
-            database = config.get("state_db") or (Path(config["home"]) / "state.db" if config.get("home") else None)
-            if database is None:
-                raise ConfigError("graph provider: config needs 'state_db' or 'home'")
-            self._graph = MemoryGraph(database, scope=Scope(**scope_keys), embedder=self._embedder)
-            self._owns_graph = True
-        elif scope_keys:
-            self._graph = self._graph.with_scope(Scope(**{**self._graph.scope.as_dict(), **scope_keys}))
+        scope = Scope(**{**(self._graph.scope.as_dict() if self._graph else {}), **scope_keys})
         if "context_chars" in config:
             chars = config["context_chars"]
             if isinstance(chars, bool) or not isinstance(chars, int) or chars < 0:
                 raise ConfigError(f"graph provider: context_chars must be a non-negative integer, got {chars!r}")
             self.context_chars = chars
+        if self._graph is None:
+            database = config.get("state_db") or (Path(config["home"]) / "state.db" if config.get("home") else None)
+            if database is None:
+                raise ConfigError("graph provider: config needs 'state_db' or 'home'")
+            self._graph = MemoryGraph(database, scope=scope, embedder=self._embedder)
+            self._owns_graph = True
+        elif scope_keys:
+            self._graph = self._graph.with_scope(scope)
         if "frozen_entries" in config:
             self.set_frozen_entries(config["frozen_entries"])
         if config.get("memories_dir"):
-            imported = import_curated(self.graph, config["memories_dir"])
+            try:
+                imported = import_curated(self.graph, config["memories_dir"])
+            except BaseException:
+                self.shutdown()  # the registry drops a provider whose initialize raised; leave nothing open
+                raise
             if imported:
                 log.info("graph: imported %d curated entries", imported)
 
