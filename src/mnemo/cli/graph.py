@@ -242,7 +242,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     export.add_argument("--all-scopes", action="store_true", help="every user/agent/channel, not just this scope")
     export.set_defaults(handler=_export)
 
-    imp = actions.add_parser("import", parents=parents, help="restore a JSON export (idempotent)")
+    imp = actions.add_parser("import", parents=parents, help="restore a JSON export (idempotent; records keep their own scopes)")
     imp.add_argument("file", help="a JSON export, or - for stdin")
     imp.set_defaults(handler=_import)
 
