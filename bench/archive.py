@@ -8,8 +8,9 @@ Scale: deterministic synthetic conversations (a seeded generator over a Zipf-dis
 of technical and everyday words, with tool calls) are ingested through ``append_many`` one session
 per batch; then a fixed mix of keyword queries and natural-language questions is timed through
 ``SessionArchive.search`` (grouped, with neighbouring messages). The baseline measured in the same run
-is a bare FTS5 ``MATCH ... ORDER BY rank LIMIT 10`` on the same database: the floor of what any
-search on it costs.
+is the naive approach on the same database: a bare FTS5 OR-of-terms ``MATCH ... ORDER BY rank
+LIMIT 10`` (no filters, grouping or snippets). Latency is reported as wall-clock and as CPU time of
+this process, since a shared machine inflates wall-clock unpredictably.
 
 LoCoMo: every turn is a message (``"speaker: text [shares image: caption]"``), every LoCoMo session a
 session; each category 1-4 question with evidence is asked as typed. The last line printed is one JSON

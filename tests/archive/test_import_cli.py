@@ -54,6 +54,7 @@ def test_reimporting_skips_sessions_already_archived(archive, tmp_path):
         (['{"messages": [{"role": "user", "content": 5}]}'], "bad.jsonl:1.messages[0].content"),
         (['{"role": "user", "content": "ok"}', '{"messages": []}'], "path"),
         (['"just a string"'], "bad.jsonl:1"),
+        (['{"role": "user", "content": "fine"}', '{"role": "user", "content": "\\ud800 broken"}'], "bad.jsonl:2[0].content"),
     ],
 )
 def test_a_bad_file_is_refused_whole_and_changes_nothing(archive, tmp_path, lines, field):

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidArgument
-from .records import message_row
+from .records import message_row, require_encodable
 
 if TYPE_CHECKING:
     from .store import SessionArchive
@@ -41,7 +41,7 @@ class _PendingSession:
 def _validate(where: str, messages: list[Any]) -> None:
     for index, message in enumerate(messages):
         try:
-            message_row(message, default_time=0.0)
+            require_encodable(message_row(message, default_time=0.0))
         except InvalidArgument as exc:
             raise InvalidArgument(f"{where}[{index}].{exc.field.removeprefix('message.')}", exc.problem) from None
 

@@ -167,9 +167,13 @@ def message_row(message: Any, *, default_time: float, tool_names: Mapping[str, s
         has_cjk=int(has_cjk(text)),
         tool_call_count=len(tool_calls) if tool_calls else 0,
     )
+    return row
+
+
+def require_encodable(row: MessageRow) -> None:
+    """Refuse text SQLite cannot store (lone surrogates, which JSON escapes can produce)."""
     for name in ("role", "content", "parts", "tool_name", "tool_calls", "tool_call_id", "extra"):
         _require_encodable(f"message.{'content' if name == 'parts' else name}", getattr(row, name))
-    return row
 
 
 @dataclass(frozen=True)

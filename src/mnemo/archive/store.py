@@ -26,6 +26,7 @@ from .records import (
     SessionInfo,
     StoredMessage,
     message_row,
+    require_encodable,
     to_timestamp,
     tool_call_names,
 )
@@ -305,6 +306,16 @@ class SessionArchive:
                 ],
                 ensure_ascii=False,
             )
+            try:
+                payload.encode("utf-8")
+            except UnicodeEncodeError:
+                # Rare: find the message and field at fault only when the batch as a whole fails.
+                for index, row in enumerate(rows):
+                    try:
+                        require_encodable(row)
+                    except InvalidArgument as exc:
+                        raise InvalidArgument(f"messages[{index}].{exc.field.removeprefix('message.')}", exc.problem) from None
+                raise InvalidArgument("session_id", "contains invalid Unicode") from None
             columns = ", ".join(f"json_extract(value, '$[{n}]')" for n in range(12))
             conn.execute(
                 "INSERT INTO messages (id, session_id, role, content, parts, tool_name, tool_calls, tool_text,"
