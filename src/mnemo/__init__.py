@@ -28,10 +28,34 @@ from .curated import (
     Replace,
 )
 from .errors import ConfigError, InvalidArgument, MnemoError
-from .llm import LLM, ChatResponse, LLMError, LLMNotConfigured, OpenAICompatibleLLM, ScriptedLLM, ScriptedToolCall, ToolCall
+from .llm import (
+    LLM,
+    ChatResponse,
+    LLMError,
+    LLMNotConfigured,
+    OpenAICompatibleLLM,
+    ScriptedLLM,
+    ScriptedToolCall,
+    ToolCall,
+)
 from .loop import Conversation, ToolEvent, Turn
-from .providers import BaseProvider, MemoryProvider, ProviderCapabilities, ProviderError, ProviderRegistry
-from .safety import build_memory_context_block, inject_memory_context, sanitize_context, scan
+from .providers import (
+    BaseProvider,
+    MemoryProvider,
+    ProviderCapabilities,
+    ProviderError,
+    ProviderRegistry,
+)
+from .safety import (
+    MEMORY_CONTEXT_TAG,
+    ContextScrubber,
+    Finding,
+    build_memory_context_block,
+    inject_memory_context,
+    sanitize_context,
+    scan,
+    scrub_memory_context,
+)
 from .tools.memory import MEMORY_TOOL_SCHEMA, handle_memory_call
 
 __version__ = "0.1.0"
@@ -41,6 +65,7 @@ __all__ = [
     "DEFAULT_USER_CHAR_LIMIT",
     "ENTRY_DELIMITER",
     "LLM",
+    "MEMORY_CONTEXT_TAG",
     "MEMORY_TOOL_SCHEMA",
     "Add",
     "AgentMemory",
@@ -49,9 +74,11 @@ __all__ = [
     "BlockedContent",
     "ChatResponse",
     "ConfigError",
+    "ContextScrubber",
     "Conversation",
     "DelimiterInContent",
     "EmptyContent",
+    "Finding",
     "InvalidArgument",
     "LLMError",
     "LLMNotConfigured",
@@ -85,4 +112,5 @@ __all__ = [
     "resolve_home",
     "sanitize_context",
     "scan",
+    "scrub_memory_context",
 ]

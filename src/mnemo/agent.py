@@ -20,6 +20,7 @@ import json
 import logging
 import threading
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict
 from typing import Any
 
 from .config import Settings, load_settings
@@ -28,7 +29,12 @@ from .errors import InvalidArgument, MnemoError
 from .providers import MemoryProvider, ProviderRegistry
 from .safety import build_memory_context_block, inject_memory_context, scan
 from .tools._json import failure, success
-from .tools.memory import MEMORY_TOOL_SCHEMA, MemoryCall, execute_memory_call, parse_memory_call
+from .tools.memory import (
+    MEMORY_TOOL_SCHEMA,
+    MemoryCall,
+    execute_memory_call,
+    parse_memory_call,
+)
 
 log = logging.getLogger("mnemo.agent")
 
@@ -189,7 +195,7 @@ class AgentMemory:
                 categories = sorted({finding.category for finding in findings})
                 return failure(
                     f"content blocked by the threat scan ({', '.join(categories)}); nothing was written",
-                    findings=[finding.__dict__ for finding in findings],
+                    findings=[asdict(finding) for finding in findings],
                 )
         return success(
             target=call.target,
