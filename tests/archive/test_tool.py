@@ -192,3 +192,11 @@ def test_hooks_after_shutdown_do_nothing(provider):
     provider.shutdown()
     provider.on_turn_complete("late", "reply")
     assert json.loads(provider.handle_tool_call("session_search", {"query": "late"}))["success"] is False
+
+
+def test_provider_accepts_the_database_path_positionally(tmp_path):
+    provider = ArchiveProvider(tmp_path / "state.db")
+    provider.initialize("s", {})
+    assert provider.archive.path == tmp_path / "state.db"
+    provider.shutdown()
+    assert provider.archive.closed

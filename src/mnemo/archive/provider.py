@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -22,12 +23,14 @@ TOOL_NAME = "session_search"
 class ArchiveProvider:
     """Provider wrapper around a :class:`SessionArchive`.
 
-    Give it an archive to borrow (it is never closed here) or a database path / nothing, in which case
-    the archive is opened in :meth:`initialize` (at ``config["state_db"]``, else the home's
-    ``state.db``) and closed by :meth:`shutdown`.
+    Give it an archive to borrow (it is never closed here), or the database path (or nothing), in
+    which case the archive is opened in :meth:`initialize` (at that path, else ``config["state_db"]``,
+    else the home's ``state.db``) and closed by :meth:`shutdown`.
     """
 
-    def __init__(self, archive: SessionArchive | None = None, *, path: str | Path | None = None) -> None:
+    def __init__(self, archive: SessionArchive | str | os.PathLike[str] | None = None, *, path: str | os.PathLike[str] | None = None) -> None:
+        if isinstance(archive, (str, os.PathLike)):
+            archive, path = None, archive
         self._archive = archive
         self._owned = archive is None
         self._path = Path(path) if path is not None else None
