@@ -223,7 +223,7 @@ def _embedder(embedder: MiniLMEmbedder, texts: Sequence[str], reference: Path | 
             cpu_ms = (time.process_time() - cpu) * 1000 / len(sample)
             rows.append((label, f"{tokens:.0f}", batch_size, f"{len(sample) / elapsed * 1000:.0f}", f"{cpu_ms:.2f}"))
     _table(
-        "3b. throughput by batch size (default 32); CPU ms per text is what contention cannot inflate",
+        "3b. throughput by batch size (default 8); CPU ms per text is what contention cannot inflate",
         ["texts", "median tokens", "batch", "texts/s", "CPU ms/text"],
         rows,
     )
