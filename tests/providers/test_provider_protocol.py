@@ -99,13 +99,13 @@ def test_per_target_suppression_defaults_missing_targets_to_false():
     assert capabilities.suppresses("user") and not capabilities.suppresses("memory")
 
 
-def test_wrapped_and_bare_function_schemas_are_both_accepted():
+def test_bare_function_schemas_are_accepted_and_served_wrapped():
     bare = tool("bare")["function"]
     capabilities = ProviderCapabilities.from_declared(
         {"tool_names": ["wrapped", "bare"], "tool_schemas": [tool("wrapped"), bare]}
     )
     assert capabilities.tool_names == frozenset({"wrapped", "bare"})
-    assert capabilities.tool_schemas == (tool("wrapped"), bare)
+    assert capabilities.tool_schemas == (tool("wrapped"), tool("bare"))
 
 
 def test_capabilities_are_immutable_and_detached_from_the_providers_objects():

@@ -201,7 +201,7 @@ class ProviderCapabilities:
             )
         return cls(
             tool_names=frozenset(tool_names),
-            tool_schemas=tuple(copy.deepcopy(dict(schema)) for schema in schemas),
+            tool_schemas=tuple(_wrapped(schema) for schema in schemas),
             suppresses_local_writes=_suppression(declared.get("suppresses_local_writes", False)),
         )
 
@@ -243,6 +243,12 @@ def _schema_name(schema: Mapping[str, Any], index: int) -> str:
     if parameters is not None and not isinstance(parameters, Mapping):
         raise ProviderError(f"tool_schemas[{index}] ({name}): 'parameters' must be a JSON schema object")
     return name
+
+
+def _wrapped(schema: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A deep copy in the wrapped ``{"type": "function", "function": {...}}`` shape agents send to the API."""
+    schema = copy.deepcopy(dict(schema))
+    return schema if schema.get("type") == "function" else {"type": "function", "function": schema}
 
 
 def _suppression(value: Any) -> Mapping[str, bool]:
