@@ -1,6 +1,10 @@
 """Full-text search over archived messages: strict query first, ranked-OR fallback, CJK through the
 trigram index (or a substring scan for very short CJK queries), filters, sorting, snippets.
 
+Ranking is bm25 while every term is rarer than ``MATCH_BUDGET`` matches; with common terms it is an
+IDF sum computed from bounded index probes, so a query costs about the same at a million messages as
+at ten thousand. Relevance then borrows from neighbouring messages (``NEIGHBOUR_WEIGHTS``).
+
 Everything here reads; the store owns writes and locking. Queries are always built from
 :func:`mnemo.retrieval.parse_query`, so no text a user or model types reaches ``MATCH`` verbatim.
 """

@@ -61,6 +61,8 @@ class ParsedQuery:
     meaningful terms for the ranked OR fallback; ``explicit`` says the user wrote AND/OR/NOT between
     terms, in which case no fallback should loosen what they asked for. (A quoted phrase is not
     explicit: questions quote titles and names, and should still find the turns that mention them.)
+    ``phrases`` are the quoted FTS5 strings ``strict`` is made of; ``pieces`` the raw words typed
+    (what the trigram index and substring scans need).
     """
 
     strict: str
