@@ -200,3 +200,44 @@ def test_provider_accepts_the_database_path_positionally(tmp_path):
     assert provider.archive.path == tmp_path / "state.db"
     provider.shutdown()
     assert provider.archive.closed
+
+
+# -- optional summaries ----------------------------------------------------------------------------
+
+
+def test_no_summary_and_no_model_call_by_default(archive):
+    conversation(archive, ["the nginx certificate expires friday"])
+    assert "summary" not in call(archive, query="nginx certificate")
+
+
+def test_a_configured_model_adds_a_summary_beside_the_raw_messages(archive):
+    from mnemo.llm import ScriptedLLM
+
+    conversation(archive, ["the nginx certificate expires friday", "I will renew it thursday"])
+    model = ScriptedLLM(["You planned to renew the nginx certificate on Thursday."])
+    result = json.loads(handle_session_search(archive, {"query": "nginx certificate"}, summarizer=model))
+    assert result["summary"] == "You planned to renew the nginx certificate on Thursday."
+    assert result["sessions"][0]["hits"][0]["snippet"]
+    prompt = model.requests[0].messages[-1]["content"]
+    assert "nginx certificate" in prompt and "expires friday" in prompt
+
+
+def test_a_failing_model_still_returns_the_matches(archive):
+    from mnemo.llm import ScriptedLLM
+
+    conversation(archive, ["the nginx certificate expires friday"])
+    result = json.loads(handle_session_search(archive, {"query": "nginx"}, summarizer=ScriptedLLM([])))
+    assert result["success"] and result["count"] == 1
+    assert "summary" not in result and "no summary" in result["summary_error"]
+
+
+def test_summarize_in_config_without_a_model_configured_leaves_summaries_off(tmp_path, monkeypatch):
+    for name in ("MNEMO_LLM_BASE_URL", "MNEMO_LLM_MODEL", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    provider = ArchiveProvider(tmp_path / "state.db")
+    provider.initialize("earlier", {"summarize": True, "home": str(tmp_path)})
+    provider.on_turn_complete("is the nginx certificate renewed?", "yes, on thursday")
+    provider.initialize("now", {"summarize": True, "home": str(tmp_path)})
+    result = json.loads(provider.handle_tool_call("session_search", {"query": "nginx"}))
+    assert result["count"] == 1 and "summary" not in result and "summary_error" not in result
+    provider.shutdown()

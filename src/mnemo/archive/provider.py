@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import MnemoError
+from ..llm import LLM
 from ..tools._json import failure
 from ..tools.session_search import SESSION_SEARCH_TOOL_SCHEMA, handle_session_search
 from .store import SessionArchive
@@ -26,11 +27,22 @@ class ArchiveProvider:
     Give it an archive to borrow (it is never closed here), or the database path (or nothing), in
     which case the archive is opened in :meth:`initialize` (at that path, else ``config["state_db"]``,
     else the home's ``state.db``) and closed by :meth:`shutdown`.
+
+    Search summaries are off by default: pass a ``summarizer`` model, or set ``summarize = true`` in
+    the provider's config to use the model configured in mnemo's settings (``llm_base_url``,
+    ``llm_model``); the raw messages are returned either way.
     """
 
-    def __init__(self, archive: SessionArchive | str | os.PathLike[str] | None = None, *, path: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self,
+        archive: SessionArchive | str | os.PathLike[str] | None = None,
+        *,
+        path: str | os.PathLike[str] | None = None,
+        summarizer: LLM | None = None,
+    ) -> None:
         if isinstance(archive, (str, os.PathLike)):
             archive, path = None, archive
+        self._summarizer = summarizer
         self._archive = archive
         self._owned = archive is None
         self._path = Path(path) if path is not None else None
@@ -60,9 +72,17 @@ class ArchiveProvider:
         """Open the archive if needed and start (or continue) the session ``session_key``.
 
         ``config`` may carry ``source``, ``title``, ``model``, ``parent_session_id`` for the session
-        row, and ``state_db`` / ``home`` to locate the database.
+        row, ``state_db`` / ``home`` to locate the database, and ``summarize`` (see the class).
         """
         config = dict(config or {})
+        if config.get("summarize") and self._summarizer is None:
+            from ..config import load_settings
+            from ..llm import LLMNotConfigured, OpenAICompatibleLLM
+
+            try:
+                self._summarizer = OpenAICompatibleLLM.from_settings(load_settings(config.get("home")))
+            except LLMNotConfigured as exc:
+                log.warning("session_search summaries stay off: %s", exc)
         with self._lock:
             if self._archive is None or self._archive.closed and self._owned:
                 path = self._path or config.get("state_db")
@@ -96,7 +116,9 @@ class ArchiveProvider:
             return failure(f"unknown tool {name!r}; this provider serves {TOOL_NAME!r}", argument="name")
         if self._archive is None or self._archive.closed:
             return failure("the session archive is not open")
-        return handle_session_search(self._archive, arguments, current_session_id=self._session_id)
+        return handle_session_search(
+            self._archive, arguments, current_session_id=self._session_id, summarizer=self._summarizer
+        )
 
     def record_messages(self, session_id: str | None, messages: Sequence[Mapping[str, Any]]) -> list[int]:
         """Archive a full message list (tool calls and results included) for ``session_id``

@@ -11,7 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..archive.store import SessionArchive, SessionNotFound
+from ..archive.summary import summarize_hits
 from ..errors import InvalidArgument, MnemoError
+from ..llm import LLM, LLMError
 from ._json import failure, parse_arguments, success
 
 ACTIONS = ("discover", "read", "scroll", "browse")
@@ -83,7 +85,7 @@ def _text(args: dict[str, Any], name: str, *, choices: tuple[str, ...] | None = 
     return value
 
 
-def _discover(archive: SessionArchive, args: dict[str, Any], current: str | None) -> str:
+def _discover(archive: SessionArchive, args: dict[str, Any], current: str | None, summarizer: LLM | None) -> str:
     query = _text(args, "query")
     if query is None:
         raise InvalidArgument("query", "is required for action 'discover' (use action 'browse' to list sessions)")
@@ -102,6 +104,11 @@ def _discover(archive: SessionArchive, args: dict[str, Any], current: str | None
     fields: dict[str, Any] = {"query": query, "count": len(sessions), "sessions": sessions}
     if not sessions:
         fields["hint"] = "No past messages matched. Try fewer or different words, or action 'browse'."
+    elif summarizer is not None:
+        try:
+            fields["summary"] = summarize_hits(summarizer, query, groups)
+        except LLMError as exc:
+            fields["summary_error"] = f"no summary ({exc}); the matching messages are above"
     return success(**fields)
 
 
@@ -157,11 +164,14 @@ def _browse(archive: SessionArchive, args: dict[str, Any], current: str | None) 
     return success(count=len(sessions), sessions=[s.to_dict() for s in sessions])
 
 
-def handle_session_search(archive: SessionArchive, arguments: Any, *, current_session_id: str | None = None) -> str:
+def handle_session_search(
+    archive: SessionArchive, arguments: Any, *, current_session_id: str | None = None, summarizer: LLM | None = None
+) -> str:
     """Run one ``session_search`` call against ``archive``; always returns a JSON string.
 
     ``current_session_id`` (the conversation the agent is in) is left out of results together with
-    its lineage, so the model is not shown what it already has in context.
+    its lineage, so the model is not shown what it already has in context. With a ``summarizer``
+    model, ``discover`` adds a short ``summary`` of the hits beside the raw messages.
     """
     try:
         args = parse_arguments(arguments)
@@ -169,7 +179,7 @@ def handle_session_search(archive: SessionArchive, arguments: Any, *, current_se
         if action is None:
             action = "discover" if _text(args, "query") else "browse"
         if action == "discover":
-            return _discover(archive, args, current_session_id)
+            return _discover(archive, args, current_session_id, summarizer)
         if action == "read":
             return _read(archive, args)
         if action == "scroll":
