@@ -43,6 +43,7 @@ class ArchiveProvider:
         if isinstance(archive, (str, os.PathLike)):
             archive, path = None, archive
         self._summarizer = summarizer
+        self._owned_summarizer: Any = None  # a client built from settings here, closed at shutdown
         self._archive = archive
         self._owned = archive is None
         self._path = Path(path) if path is not None else None
@@ -80,7 +81,9 @@ class ArchiveProvider:
             from ..llm import LLMNotConfigured, OpenAICompatibleLLM
 
             try:
-                self._summarizer = OpenAICompatibleLLM.from_settings(load_settings(config.get("home")))
+                self._summarizer = self._owned_summarizer = OpenAICompatibleLLM.from_settings(
+                    load_settings(config.get("home"))
+                )
             except LLMNotConfigured as exc:
                 log.warning("session_search summaries stay off: %s", exc)
         with self._lock:
@@ -144,8 +147,14 @@ class ArchiveProvider:
         """Nothing to do: every turn is already archived by :meth:`on_turn_complete`."""
 
     def shutdown(self) -> None:
-        """Close the archive if this provider opened it; idempotent, never raises."""
+        """Close the archive (and summary client) if this provider opened them; idempotent, never raises."""
         with self._lock:
+            if self._owned_summarizer is not None:
+                try:
+                    self._owned_summarizer.close()
+                except Exception:  # noqa: BLE001 - shutdown must never raise
+                    log.exception("closing the summary model client failed")
+                self._owned_summarizer = self._summarizer = None
             if self._owned and self._archive is not None:
                 try:
                     self._archive.close()
