@@ -99,9 +99,11 @@ def test_non_object_arguments_are_refused(archive):
 
 
 def test_schema_is_an_openai_function():
-    assert SESSION_SEARCH_TOOL_SCHEMA["name"] == "session_search"
-    assert SESSION_SEARCH_TOOL_SCHEMA["parameters"]["type"] == "object"
-    assert "discover" in SESSION_SEARCH_TOOL_SCHEMA["parameters"]["properties"]["action"]["enum"]
+    assert SESSION_SEARCH_TOOL_SCHEMA["type"] == "function"
+    function = SESSION_SEARCH_TOOL_SCHEMA["function"]
+    assert function["name"] == "session_search"
+    assert function["parameters"]["type"] == "object"
+    assert "discover" in function["parameters"]["properties"]["action"]["enum"]
 
 
 # -- provider --------------------------------------------------------------------------------------
@@ -241,3 +243,11 @@ def test_summarize_in_config_without_a_model_configured_leaves_summaries_off(tmp
     result = json.loads(provider.handle_tool_call("session_search", {"query": "nginx"}))
     assert result["count"] == 1 and "summary" not in result and "summary_error" not in result
     provider.shutdown()
+
+
+@pytest.mark.parametrize("module", ["mnemo.tools.session_search", "mnemo.archive", "mnemo.archive.provider"])
+def test_modules_import_in_any_order(module):
+    import subprocess
+    import sys
+
+    subprocess.run([sys.executable, "-c", f"import {module}"], check=True)

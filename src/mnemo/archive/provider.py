@@ -13,7 +13,8 @@ from typing import Any
 from ..errors import MnemoError
 from ..llm import LLM
 from ..tools._json import failure
-from ..tools.session_search import SESSION_SEARCH_TOOL_SCHEMA, handle_session_search
+# The module, not its names: the tool imports the archive, so either may be imported first.
+from ..tools import session_search as _tool
 from .store import SessionArchive
 
 log = logging.getLogger("mnemo.archive")
@@ -107,7 +108,11 @@ class ArchiveProvider:
 
     def capabilities(self) -> dict[str, Any]:
         """Declares the ``session_search`` tool; never suppresses the curated store's writes."""
-        return {"tool_names": {TOOL_NAME}, "tool_schemas": [SESSION_SEARCH_TOOL_SCHEMA], "suppresses_local_writes": False}
+        return {
+            "tool_names": {TOOL_NAME},
+            "tool_schemas": [_tool.SESSION_SEARCH_TOOL_SCHEMA],
+            "suppresses_local_writes": False,
+        }
 
     def enrich_turn(self, user_message: str, messages: Sequence[Mapping[str, Any]]) -> str | None:
         """No per-turn context: the archive answers through its tool."""
@@ -119,7 +124,7 @@ class ArchiveProvider:
             return failure(f"unknown tool {name!r}; this provider serves {TOOL_NAME!r}", argument="name")
         if self._archive is None or self._archive.closed:
             return failure("the session archive is not open")
-        return handle_session_search(
+        return _tool.handle_session_search(
             self._archive, arguments, current_session_id=self._session_id, summarizer=self._summarizer
         )
 

@@ -24,34 +24,37 @@ READ_TAIL = 12
 MAX_MESSAGE_CHARS = 1500
 
 SESSION_SEARCH_TOOL_SCHEMA: dict[str, Any] = {
-    "name": "session_search",
-    "description": (
-        "Search and read past conversations (every message of every earlier session is archived). "
-        "Use it when the user refers to something discussed before, or you need a detail from a past session. "
-        "action=discover with a query finds the most relevant sessions (keywords or a plain question; "
-        "\"quoted phrases\", prefix* and AND/OR/NOT work) and shows each match with its neighbouring messages. "
-        "action=read shows one session (long ones as beginning + end). action=scroll shows the messages around "
-        "a message_id. action=browse lists recent sessions. The current conversation is excluded."
-    ),
-    "parameters": {
-        "type": "object",
-        "properties": {
-            "action": {"type": "string", "enum": list(ACTIONS),
-                       "description": "discover (default with a query), read, scroll, or browse (default without)"},
-            "query": {"type": "string", "description": "what to look for (discover)"},
-            "session_id": {"type": "string", "description": "the session to read"},
-            "message_id": {"type": "integer", "description": "the message to scroll around"},
-            "limit": {"type": "integer", "minimum": 1, "maximum": 20,
-                      "description": "how many sessions to return (default 5; browse default 10)"},
-            "role": {"type": "string", "enum": list(ROLES), "description": "only messages with this role"},
-            "source": {"type": "string", "description": "only sessions from this source (cli, gateway, cron, subagent...)"},
-            "since": {"type": "string", "description": "ISO date/time: only messages at or after it"},
-            "until": {"type": "string", "description": "ISO date/time: only messages before it"},
-            "sort": {"type": "string", "enum": list(SORTS), "description": "relevance (default), newest or oldest"},
-            "window": {"type": "integer", "minimum": 0, "maximum": 20,
-                       "description": "neighbouring messages shown on each side of a match (discover: 1, scroll: 5)"},
+    "type": "function",
+    "function": {
+        "name": "session_search",
+        "description": (
+            "Search and read past conversations (every message of every earlier session is archived). "
+            "Use it when the user refers to something discussed before, or you need a detail from a past session. "
+            "action=discover with a query finds the most relevant sessions (keywords or a plain question; "
+            "\"quoted phrases\", prefix* and AND/OR/NOT work) and shows each match with its neighbouring messages. "
+            "action=read shows one session (long ones as beginning + end). action=scroll shows the messages around "
+            "a message_id. action=browse lists recent sessions. The current conversation is excluded."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "action": {"type": "string", "enum": list(ACTIONS),
+                           "description": "discover (default with a query), read, scroll, or browse (default without)"},
+                "query": {"type": "string", "description": "what to look for (discover)"},
+                "session_id": {"type": "string", "description": "the session to read"},
+                "message_id": {"type": "integer", "description": "the message to scroll around"},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 20,
+                          "description": "how many sessions to return (default 5; browse default 10)"},
+                "role": {"type": "string", "enum": list(ROLES), "description": "only messages with this role"},
+                "source": {"type": "string", "description": "only sessions from this source (cli, gateway, cron, subagent...)"},
+                "since": {"type": "string", "description": "ISO date/time: only messages at or after it"},
+                "until": {"type": "string", "description": "ISO date/time: only messages before it"},
+                "sort": {"type": "string", "enum": list(SORTS), "description": "relevance (default), newest or oldest"},
+                "window": {"type": "integer", "minimum": 0, "maximum": 20,
+                           "description": "neighbouring messages shown on each side of a match (discover: 1, scroll: 5)"},
+            },
+            "required": [],
         },
-        "required": [],
     },
 }
 
