@@ -26,7 +26,7 @@ from typing import Any
 from .config import Settings, load_settings
 from .curated import MemoryStore
 from .errors import InvalidArgument, MnemoError
-from .providers import MemoryProvider, ProviderRegistry
+from .providers import ArchiveProvider, GraphProvider, MemoryProvider, ProviderRegistry
 from .safety import build_memory_context_block, inject_memory_context, scan
 from .tools._json import failure, success
 from .tools.memory import (
@@ -89,15 +89,10 @@ class AgentMemory:
         return memory
 
     def _builtin_providers(self) -> list[MemoryProvider]:
-        # Imported here: a user who disables both never pays for SQLite schemas or embeddings.
         builtin: list[MemoryProvider] = []
         if self.settings.archive_enabled:
-            from .archive import ArchiveProvider
-
             builtin.append(ArchiveProvider(self.settings.state_db))
         if self.settings.graph_enabled:
-            from .graph import GraphProvider
-
             builtin.append(GraphProvider.from_settings(self.settings, frozen_entries=self._frozen_entries))
         return builtin
 

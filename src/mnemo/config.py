@@ -18,7 +18,7 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -55,6 +55,8 @@ class Settings(BaseModel):
     archive_enabled: bool = True
     graph_enabled: bool = True
     graph_context_chars: int = Field(1500, ge=0)
+    # "minilm": local all-MiniLM-L6-v2 vectors beside full text; "none": full text and edges only
+    graph_embedder: Literal["minilm", "none"] = "minilm"
 
     # optional LLM (OpenAI-compatible chat completions); never called unless configured and asked for
     llm_base_url: str | None = None

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from mnemo.archive import ArchiveProvider, SessionArchive
+from mnemo.archive import SessionArchive
+from mnemo.providers import ArchiveProvider
 from mnemo.tools.session_search import SESSION_SEARCH_TOOL_SCHEMA, handle_session_search
 
 from .conftest import conversation
@@ -245,7 +246,7 @@ def test_summarize_in_config_without_a_model_configured_leaves_summaries_off(tmp
     provider.shutdown()
 
 
-@pytest.mark.parametrize("module", ["mnemo.tools.session_search", "mnemo.archive", "mnemo.archive.provider"])
+@pytest.mark.parametrize("module", ["mnemo.tools.session_search", "mnemo.archive", "mnemo.providers.archive"])
 def test_modules_import_in_any_order(module):
     import subprocess
     import sys

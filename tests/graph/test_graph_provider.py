@@ -7,8 +7,8 @@ import json
 import pytest
 
 from mnemo.curated import ENTRY_DELIMITER
-from mnemo.graph import GraphProvider, MemoryGraph, Scope
-from mnemo.providers import MemoryProvider, ProviderRegistry
+from mnemo.graph import MemoryGraph, Scope
+from mnemo.providers import GraphProvider, MemoryProvider, ProviderRegistry
 from mnemo.providers.protocol import ProviderCapabilities
 
 

@@ -1,12 +1,10 @@
 """The session archive: every message of every session in SQLite, searchable through FTS5."""
 
 from .importer import import_jsonl
-from .provider import ArchiveProvider
 from .records import Hit, SessionHits, SessionInfo, StoredMessage
 from .store import SessionArchive, SessionNotFound
 
 __all__ = [
-    "ArchiveProvider",
     "Hit",
     "SessionArchive",
     "SessionHits",

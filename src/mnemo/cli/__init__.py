@@ -17,9 +17,11 @@ from ._output import CliError
 
 # Subcommand modules, in the order ``mnemo --help`` lists them.
 _COMMANDS = (
+    "demo",
     "memory",
-    "graph",
     "sessions",
+    "graph",
+    "chat",
 )
 
 

@@ -3,7 +3,6 @@ found by hybrid full-text + vector + graph recall, without an LLM on the write o
 
 from .errors import BlockedContent, ImportConflict, MemoryNotFound
 from .migrate_curated import import_curated
-from .provider import GraphProvider
 from .recall import RecallResult
 from .store import MemoryGraph, RestoreCounts
 from .transfer import export_json, export_markdown, import_json
@@ -22,7 +21,6 @@ __all__ = [
     "EDGE_MULTIPLIER",
     "Association",
     "BlockedContent",
-    "GraphProvider",
     "ImportConflict",
     "Memory",
     "MemoryGraph",

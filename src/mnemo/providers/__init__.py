@@ -7,10 +7,14 @@ third-party service. The registry owns their lifecycle and all threading.
 
 from __future__ import annotations
 
+from .archive import ArchiveProvider
+from .graph import GraphProvider
 from .protocol import BaseProvider, MemoryProvider, ProviderCapabilities, ProviderError
 from .registry import ProviderRegistry
 
 __all__ = [
+    "ArchiveProvider",
+    "GraphProvider",
     "BaseProvider",
     "MemoryProvider",
     "ProviderCapabilities",

@@ -33,7 +33,12 @@ from typing import Any
 from ..errors import InvalidArgument
 from ..tools._json import failure, parse_arguments
 from ._threads import Gather, Lane, join_all
-from .protocol import MemoryProvider, ProviderCapabilities, ProviderError, missing_members
+from .protocol import (
+    MemoryProvider,
+    ProviderCapabilities,
+    ProviderError,
+    missing_members,
+)
 
 __all__ = ["ProviderRegistry"]
 

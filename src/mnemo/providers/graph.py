@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, MnemoError
+from ..graph.migrate_curated import TARGET_TYPES, curated_source, import_curated
+from ..graph.store import MemoryGraph
+from ..graph.types import Memory, Scope, iso
 from ..tools.graph import GRAPH_TOOL_NAMES, GRAPH_TOOL_SCHEMAS, handle_graph_call
-from .migrate_curated import TARGET_TYPES, curated_source, import_curated
-from .store import MemoryGraph
-from .types import Memory, Scope, iso
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -76,8 +76,13 @@ class GraphProvider:
     ) -> GraphProvider:
         """A provider on ``settings.state_db`` that imports ``settings.memories_dir`` once and spends
         ``settings.graph_context_chars`` per turn. ``frozen_entries`` may be a callable, read at
-        :meth:`initialize` (after the curated snapshot is frozen). The per-provider config passed to
-        :meth:`initialize` still overrides all of these."""
+        :meth:`initialize` (after the curated snapshot is frozen). Without an ``embedder``, the one named by
+        ``settings.graph_embedder`` is used. The per-provider config passed to :meth:`initialize` still
+        overrides all of these."""
+        if embedder is None and settings.graph_embedder == "minilm":
+            from ..embeddings import MiniLMEmbedder
+
+            embedder = MiniLMEmbedder()
         provider = cls(embedder=embedder, context_chars=settings.graph_context_chars)
         provider._defaults = {"state_db": str(settings.state_db), "memories_dir": str(settings.memories_dir)}
         if callable(frozen_entries):

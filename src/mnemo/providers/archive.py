@@ -10,12 +10,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..archive.store import SessionArchive
 from ..errors import MnemoError
 from ..llm import LLM
-from ..tools._json import failure
+
 # The module, not its names: the tool imports the archive, so either may be imported first.
 from ..tools import session_search as _tool
-from .store import SessionArchive
+from ..tools._json import failure
 
 log = logging.getLogger("mnemo.archive")
 
