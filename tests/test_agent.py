@@ -290,3 +290,29 @@ def test_a_provider_that_fails_to_start_is_dropped_and_the_rest_work(tmp_path):
     with _open(tmp_path, Broken("broken"), RecordingProvider("team")) as memory:
         api = memory.prepare_messages("hi", [{"role": "user", "content": "hi"}])
     assert "### team" in api[-1]["content"] and "### broken" not in api[-1]["content"]
+
+
+def test_a_full_turn_with_tool_calls_is_archived_once(tmp_path):
+    turn = [
+        {"role": "user", "content": "I'm Ada"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "memory", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": '{"success": true}'},
+        {"role": "assistant", "content": "Hi Ada"},
+    ]
+    with _open(tmp_path, archive_enabled=True) as memory:
+        memory.turn_complete("I'm Ada", "Hi Ada", messages=turn)
+        archive = memory.registry.providers[0].archive
+        _wait_for(lambda: len(archive.messages("s1")), 4)
+        time.sleep(0.2)  # the background on_turn_complete has had its chance to double-record
+        stored = [(m.role, m.content) for m in archive.messages("s1")]
+    assert [role for role, _ in stored] == ["user", "assistant", "tool", "assistant"]
+
+
+def test_a_plain_turn_is_archived_as_its_two_messages(tmp_path):
+    with _open(tmp_path, archive_enabled=True) as memory:
+        memory.turn_complete("deploy?", "Fridays.")
+        archive = memory.registry.providers[0].archive
+        _wait_for(lambda: len(archive.messages("s1")), 2)
+        stored = [(m.role, m.content) for m in archive.messages("s1")]
+    assert stored == [("user", "deploy?"), ("assistant", "Fridays.")]

@@ -197,9 +197,21 @@ class AgentMemory:
             message=f"{len(call.operations)} operation(s) handed to the memory provider for {call.target!r}",
         )
 
-    def turn_complete(self, user_message: str, assistant_response: str) -> None:
-        """Tell providers a turn succeeded (fire-and-forget); pass the un-enriched user message."""
+    def turn_complete(
+        self, user_message: str, assistant_response: str, *, messages: Sequence[Mapping[str, Any]] | None = None
+    ) -> None:
+        """Tell providers a turn succeeded (fire-and-forget); pass the un-enriched user message.
+
+        ``messages``, if given, is the whole turn as stored (user message, assistant tool calls, tool
+        results, final reply): the session archive then keeps all of it, not just the two texts.
+        """
         self._require_session()
+        archive = next((p for p in self.registry.providers if isinstance(p, ArchiveProvider)), None)
+        if messages is not None and archive is not None:
+            try:
+                archive.record_messages(None, messages)
+            except MnemoError as exc:
+                log.warning("archive: could not record the full turn (%s); keeping the reply only", exc)
         self.registry.on_turn_complete(user_message, assistant_response)
 
     def before_compress(self, messages: Sequence[Mapping[str, Any]], compression_count: int) -> None:

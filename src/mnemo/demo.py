@@ -100,10 +100,23 @@ SESSION_ONE: tuple[tuple[str, list[Any]], ...] = (
     ),
 )
 
+def _report_search(messages: list[dict[str, Any]]) -> str:
+    result = json.loads(messages[-1]["content"])
+    if not result.get("success") or not result.get("sessions"):
+        return "I found nothing about Jenkins in our earlier sessions."
+    first = result["sessions"][0]
+    snippet = first["hits"][0]["snippet"].replace("**", "")
+    return f"Yes: in session {first['session']['id']} you said: {snippet}"
+
+
 SESSION_TWO: tuple[tuple[str, list[Any]], ...] = (
     (
         "Remind me: which port is staging on, and where is CI going?",
         [_answer_from_memory],
+    ),
+    (
+        "Did we ever talk about Jenkins?",
+        [[ScriptedToolCall("session_search", {"query": "Jenkins"})], _report_search],
     ),
 )
 

@@ -105,6 +105,7 @@ class Conversation:
         # sync and async drivers share every line of the turn's logic.
         if not isinstance(user_message, str) or not user_message.strip():
             raise InvalidArgument("user_message", "must be a non-empty string")
+        turn_start = len(self.history)
         self.history.append({"role": "user", "content": user_message})
         # The enriched copy serves every model call of this turn; the stored history stays plain.
         api = [self._system, *self.memory.prepare_messages(user_message, self.history)]
@@ -113,7 +114,7 @@ class Conversation:
         for _ in range(self.max_tool_rounds):
             response = yield api
             if not response.tool_calls:
-                return self._finish(user_message, response, events, first_call)
+                return self._finish(user_message, response, events, first_call, turn_start)
             self._record(api, response.to_message())
             for call in response.tool_calls:
                 result = self.memory.handle_tool_call(call.name, call.arguments)
@@ -129,11 +130,16 @@ class Conversation:
         api.append(message)
 
     def _finish(
-        self, user_message: str, response: ChatResponse, events: list[ToolEvent], first_call: tuple[dict[str, Any], ...]
+        self,
+        user_message: str,
+        response: ChatResponse,
+        events: list[ToolEvent],
+        first_call: tuple[dict[str, Any], ...],
+        turn_start: int,
     ) -> Turn:
         reply = scrub_memory_context(response.content or "")
         self.history.append({"role": "assistant", "content": reply})
-        self.memory.turn_complete(user_message, reply)
+        self.memory.turn_complete(user_message, reply, messages=self.history[turn_start:])
         return Turn(reply=reply, tool_events=tuple(events), api_messages=first_call)
 
 

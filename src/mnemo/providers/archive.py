@@ -51,6 +51,9 @@ class ArchiveProvider:
         self._path = Path(path) if path is not None else None
         self._session_id: str | None = None
         self._lock = threading.Lock()
+        # Turns already archived in full by record_messages, so on_turn_complete does not store their
+        # user/assistant pair a second time.
+        self._recorded_turns: set[tuple[str, str]] = set()
 
     @property
     def name(self) -> str:
@@ -135,12 +138,24 @@ class ArchiveProvider:
         session_id = session_id or self._session_id
         if self._archive is None or session_id is None:
             raise MnemoError("record_messages needs a session: call initialize first or pass session_id")
-        return self._archive.append_many(session_id, list(messages))
+        ids = self._archive.append_many(session_id, list(messages))
+        if session_id == self._session_id:
+            turn = _last_turn(messages)
+            if turn is not None:
+                with self._lock:
+                    self._recorded_turns.add(turn)
+        return ids
 
     def on_turn_complete(self, user_message: Any, assistant_response: Any) -> None:
-        """Record the turn's user message and assistant reply."""
+        """Record the turn's user message and assistant reply, unless :meth:`record_messages` already
+        archived the whole turn."""
         if self._archive is None or self._session_id is None or self._archive.closed:
             return
+        with self._lock:
+            key = (str(user_message), str(assistant_response))
+            if key in self._recorded_turns:
+                self._recorded_turns.discard(key)
+                return
         self._archive.append_many(
             self._session_id,
             [{"role": "user", "content": user_message}, {"role": "assistant", "content": assistant_response}],
@@ -166,3 +181,12 @@ class ArchiveProvider:
                     self._archive.close()
                 except Exception:  # noqa: BLE001 - shutdown must never raise
                     log.exception("closing the session archive failed")
+
+
+def _last_turn(messages: Sequence[Mapping[str, Any]]) -> tuple[str, str] | None:
+    """The (user message, final assistant reply) pair a turn's message list ends with, as text."""
+    reply = next((m for m in reversed(messages) if m.get("role") == "assistant" and not m.get("tool_calls")), None)
+    user = next((m for m in reversed(messages) if m.get("role") == "user"), None)
+    if reply is None or user is None or not isinstance(user.get("content"), str):
+        return None
+    return user["content"], str(reply.get("content") or "")

@@ -1,0 +1,37 @@
+"""The README's main job: `mnemo demo` on a throwaway home."""
+
+import json
+
+from mnemo.cli import main
+from mnemo.demo import run_demo
+
+
+def test_demo_saves_curated_notes_and_refuses_the_poisoned_one(tmp_path):
+    report = run_demo(tmp_path)
+    assert report.memory_entries == ("Staging DB: Postgres 15 on port 6543", "Deploy: `make deploy` from the infra repo")
+    assert "Indents with tabs, never spaces" in report.user_entries
+    refused = [t for turn in report.turns for t in turn.tools if not t["result"]["success"]]
+    assert len(refused) == 1 and "blocked" in refused[0]["result"]["error"]
+
+
+def test_session_two_sees_the_snapshot_the_graph_context_and_the_archive(tmp_path):
+    report = run_demo(tmp_path)
+    assert "port 6543" in report.session_two_system_prompt
+    assert "GitHub Actions" in report.session_two_context
+    assert report.session_two_context.startswith("<memory-context>")
+    answers = [turn.reply for turn in report.turns if turn.session == "2"]
+    assert "6543" in answers[0] and "GitHub Actions" in answers[0]
+    assert "demo-session-1" in answers[1] and "Jenkins" in answers[1]
+
+
+def test_demo_command_prints_json_and_exits_zero(tmp_path, capsys):
+    assert main(["--home", str(tmp_path), "demo", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["memory_entries"][0] == "Staging DB: Postgres 15 on port 6543"
+
+
+def test_demo_command_prints_readable_sections(tmp_path, capsys):
+    assert main(["--home", str(tmp_path), "demo"]) == 0
+    out = capsys.readouterr().out
+    for heading in ("session 1", "session 2", "frozen system-prompt snapshot", "fenced context"):
+        assert heading in out
