@@ -84,8 +84,8 @@ def test_recency_breaks_ties_between_equally_important_memories(graph, clock):
 
 
 def test_the_score_never_lifts_an_irrelevant_memory():
-    assert score(0.0, 0.0, 0.0, importance=1.0, age_days=0) == 0.0
-    assert score(1.0, 0.0, 0.0, importance=1.0, age_days=0) > score(1.0, 0.0, 0.0, importance=0.0, age_days=0)
+    assert score(0.0, importance=1.0, age_days=0) == 0.0
+    assert score(1.0, importance=1.0, age_days=0) > score(1.0, importance=0.0, age_days=0)
 
 
 def test_results_name_the_channels_that_found_them(graph):

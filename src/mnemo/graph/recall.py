@@ -1,17 +1,19 @@
-"""A first hybrid recall over the memory graph: full text, vectors, one hop of graph expansion.
+"""Hybrid recall over the memory graph: full text, vectors, context, one hop of graph expansion.
 
-Three channels propose candidates within one scope:
+Two channels propose candidates within one scope, ranked by the retrieval engine shared with the session
+archive (:class:`mnemo.retrieval.Fusion`):
 
 * ``fts``: FTS5 BM25 over the memories' text (a natural-language question becomes a ranked OR of its
-  meaningful terms, through the retrieval engine shared with the session archive);
+  meaningful terms);
 * ``vector``: cosine similarity of the query's embedding to the stored ones (only when an embedder is
-  set, and only vectors of that same model);
-* ``graph``: from the best seeds, one hop along each edge (either direction), scaled by the relation's
-  multiplier and the edge weight. A seed that is an old version passes its relevance up the ``updates``
-  edge to its successor, which is how recall comes to prefer the newest version.
+  set, and only vectors of that same model).
 
-:func:`score` is the only place the channels, importance and recency are combined, so the fusion can be
-measured and replaced without touching the candidate generation.
+Memories written from the same ``source`` form a context: a memory borrows relevance from the ones written
+just before and after it (by ``seq``) and from its source's best match, as turns of one conversation do.
+Then the ``graph`` channel: from the best seeds, one hop along each edge (either direction), scaled by the
+relation's multiplier and the edge weight. A seed that is an old version passes its relevance up the
+``updates`` edge to its successor, which is how recall comes to prefer the newest version. Importance and
+recency come last, as a bounded prior.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..retrieval.fusion import FTS, VECTOR, Fusion, Placement, with_prior
 from ..retrieval.query import or_query, parse_query
 from .schema import SELECT_MEMORY, row_to_memory
 from .types import Memory, MemoryType, Relation, Scope
@@ -32,14 +35,12 @@ from .vectors import VectorCache
 if TYPE_CHECKING:
     from ..embeddings.protocol import Embedder
 
-# Fusion weights of the first version; the retrieval work of the next wave replaces them by measurement.
-W_FTS = 0.6
-W_VECTOR = 0.4
+FUSION = Fusion()
 HOP_DECAY = 0.5
-RECENCY_HALF_LIFE_DAYS = 30.0
-PRIOR_SHARE = 0.25  # how much of the score importance and recency may move, together
-MIN_VECTOR_SIMILARITY = 0.2  # below this a small model's cosine is noise, not a match
-
+# Importance and recency reorder near-ties only: on month-spanning histories a stronger recency prior buried
+# older but exact matches (measured on LoCoMo).
+RECENCY_HALF_LIFE_DAYS = 90.0
+PRIOR_SHARE = 0.1
 SEEDS = 10
 
 
@@ -67,20 +68,16 @@ class RecallResult:
         return found
 
 
-def score(fts: float, vector: float, graph: float, importance: float, age_days: float) -> float:
-    """The final ranking score of one candidate.
-
-    Relevance is a weighted sum of the channels; importance and recency (exponential decay) then scale
-    it within ``PRIOR_SHARE``, so they reorder near-ties but never lift an irrelevant memory.
-    """
-    relevance = W_FTS * fts + W_VECTOR * vector + graph
+def prior(importance: float, age_days: float) -> float:
+    """A memory's prior in [0, 1]: its importance, and how recently it was updated (exponential decay)."""
     recency = 0.5 ** (max(age_days, 0.0) / RECENCY_HALF_LIFE_DAYS)
-    prior = 0.6 * importance + 0.4 * recency
-    return relevance * ((1.0 - PRIOR_SHARE) + PRIOR_SHARE * prior)
+    return 0.6 * importance + 0.4 * recency
 
 
-def _seed_relevance(fts: float, vector: float) -> float:
-    return W_FTS * fts + W_VECTOR * vector
+def score(relevance: float, importance: float, age_days: float) -> float:
+    """The final ranking score of one candidate: its fused relevance scaled within ``PRIOR_SHARE`` by its
+    prior, so importance and recency reorder near-ties but never lift an irrelevant memory."""
+    return with_prior(relevance, prior(importance, age_days), PRIOR_SHARE)
 
 
 def match_expression(query: str) -> str:
@@ -95,6 +92,7 @@ def match_expression(query: str) -> str:
 def _fts_candidates(
     conn: sqlite3.Connection, scope: Scope, query: str, alive: str, count: int
 ) -> dict[str, float]:
+    """Raw bm25 per candidate, larger is better."""
     expression = match_expression(query)
     if not expression:
         return {}
@@ -105,13 +103,7 @@ def _fts_candidates(
         " ORDER BY rank LIMIT ?",
         (expression, scope.user_id, scope.agent_id, scope.channel_id, count),
     ).fetchall()
-    if not rows:
-        return {}
-    # bm25() is negative, better when lower; scale to the best match so the channel lies in (0, 1].
-    best = -rows[0][1]
-    if best <= 0:
-        return {r[0]: 1.0 for r in rows}
-    return {r[0]: max(-r[1], 0.0) / best for r in rows}
+    return {r[0]: -r[1] for r in rows}
 
 
 def _vector_candidates(
@@ -123,10 +115,11 @@ def _vector_candidates(
     include_forgotten: bool,
     count: int,
 ) -> dict[str, float]:
+    """Raw cosine per candidate."""
     if not query.strip():
         return {}
     probe = np.asarray(embedder.embed([query]), dtype=np.float32).reshape(1, embedder.dim)
-    hits = {str(i): s for i, s in vectors.search(conn, scope, embedder, probe, count) if s >= MIN_VECTOR_SIMILARITY}
+    hits = {str(i): s for i, s in vectors.search(conn, scope, embedder, probe, count) if s > FUSION.vector_floor}
     if not hits or include_forgotten:
         return hits
     ids = list(hits)
@@ -134,6 +127,18 @@ def _vector_candidates(
         f"SELECT id FROM graph_memories WHERE forgotten = 0 AND id IN ({', '.join('?' * len(ids))})", ids
     ).fetchall()
     return {row[0]: hits[row[0]] for row in alive}
+
+
+def _placements(conn: sqlite3.Connection, ids: list[str]) -> dict[str, Placement]:
+    """Each candidate's context: memories of one source, in write order."""
+    found: dict[str, Placement] = {}
+    for start in range(0, len(ids), 500):  # stay under SQLite's bound-parameter limit
+        chunk = ids[start : start + 500]
+        rows = conn.execute(
+            f"SELECT id, source, seq FROM graph_memories WHERE id IN ({', '.join('?' * len(chunk))})", chunk
+        ).fetchall()
+        found.update({row[0]: Placement(row[1], row[2]) for row in rows})
+    return found
 
 
 def _expand(
@@ -175,16 +180,18 @@ def search(
     include_superseded: bool,
     include_forgotten: bool,
     now: float,
+    fusion: Fusion = FUSION,
 ) -> list[RecallResult]:
-    """Run the three channels and rank; the caller holds the connection's lock."""
+    """Run the channels and rank; the caller holds the connection's lock."""
     alive = "" if include_forgotten else " AND m.forgotten = 0"
     # Filters apply to results, not seeds: an old version or an off-type memory can still lead to a match.
-    pool = max(limit * 5, 50)
-    fts = _fts_candidates(conn, scope, query, alive, pool)
-    vector = {}
+    pool = max(limit * 5, 100)
+    raw: dict[str, dict[str, float]] = {FTS: _fts_candidates(conn, scope, query, alive, pool)}
     if embedder is not None:
-        vector = _vector_candidates(conn, scope, query, embedder, vectors, include_forgotten, pool)
-    base = {i: _seed_relevance(fts.get(i, 0.0), vector.get(i, 0.0)) for i in fts.keys() | vector.keys()}
+        raw[VECTOR] = _vector_candidates(conn, scope, query, embedder, vectors, include_forgotten, pool)
+    normalised = fusion.normalise(raw)
+    ids = list({key for values in normalised.values() for key in values})
+    base = fusion.relevance(normalised, _placements(conn, ids))
     seeds = dict(sorted(base.items(), key=lambda kv: kv[1], reverse=True)[:SEEDS])
     graph = _expand(conn, seeds, alive)
 
@@ -192,7 +199,7 @@ def search(
     if not candidates:
         return []
     rows = []
-    for start in range(0, len(candidates), 500):  # stay under SQLite's bound-parameter limit
+    for start in range(0, len(candidates), 500):
         chunk = candidates[start : start + 500]
         rows += conn.execute(f"{SELECT_MEMORY} WHERE m.id IN ({', '.join('?' * len(chunk))})", chunk).fetchall()
     since, until = window
@@ -207,17 +214,12 @@ def search(
             continue
         if (since is not None and memory.created_at < since) or (until is not None and memory.created_at > until):
             continue
-        channels = {}
-        if memory.id in fts:
-            channels["fts"] = fts[memory.id]
-        if memory.id in vector:
-            channels["vector"] = vector[memory.id]
+        channels = {name: values[memory.id] for name, values in normalised.items() if values.get(memory.id, 0) > 0}
         via = None
         if memory.id in graph:
             channels["graph"], via = graph[memory.id]
-        age_days = (now - memory.updated_at) / 86_400.0
-        value = score(channels.get("fts", 0.0), channels.get("vector", 0.0), channels.get("graph", 0.0),
-                      memory.importance, age_days)  # fmt: skip
+        relevance = base.get(memory.id, 0.0) + channels.get("graph", 0.0)
+        value = score(relevance, memory.importance, (now - memory.updated_at) / 86_400.0)
         if value > 0 and math.isfinite(value):
             results.append(RecallResult(memory, value, channels, via if "graph" in channels else None))
     results.sort(key=lambda r: (-r.score, -r.memory.created_at))

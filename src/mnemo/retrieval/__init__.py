@@ -1,6 +1,7 @@
 """The retrieval engine shared by the session archive and the memory graph: safe FTS5 queries,
-natural-language term extraction, CJK detection."""
+natural-language term extraction, CJK detection, and the hybrid ranking (:class:`Fusion`)."""
 
+from .fusion import Fusion, Placement, scale_similarity, scale_to_best, with_prior
 from .query import (
     MAX_QUERY_CHARS,
     STOP_WORDS,
@@ -16,6 +17,11 @@ from .query import (
 )
 
 __all__ = [
+    "Fusion",
+    "Placement",
+    "scale_similarity",
+    "scale_to_best",
+    "with_prior",
     "MAX_QUERY_CHARS",
     "STOP_WORDS",
     "ParsedQuery",
