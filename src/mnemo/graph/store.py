@@ -18,7 +18,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -53,6 +53,11 @@ MAX_CONTENT_CHARS = 4_000
 # or embed_pending(). Unembedded memories are still found by full text, so this only delays, never loses.
 EMBED_PER_RECALL = 256
 EMBED_BATCH = 64
+_INSERT_MEMORY = (
+    "INSERT INTO graph_memories (id, content, type, importance, created_at, updated_at, source,"
+    " user_id, agent_id, channel_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_ITEM_FIELDS = frozenset({"content", "memory_type", "importance", "source", "relations"})
 
 
 Link = tuple[str, "Relation | str"] | tuple[str, "Relation | str", float]
@@ -188,15 +193,15 @@ class MemoryGraph:
         return value.strip()
 
     @staticmethod
-    def _check_source(value: Any) -> str:
+    def _check_source(value: Any, field: str = "source") -> str:
         if not isinstance(value, str):
-            raise InvalidArgument("source", f"must be a string, got {type(value).__name__}")
+            raise InvalidArgument(field, f"must be a string, got {type(value).__name__}")
         return value
 
-    def _parse_links(self, links: Iterable[Link]) -> list[tuple[str, Relation, float]]:
+    def _parse_links(self, links: Iterable[Link], prefix: str = "") -> list[tuple[str, Relation, float]]:
         parsed = []
         for index, link in enumerate(links):
-            field = f"relations[{index}]"
+            field = f"{prefix}relations[{index}]"
             if not isinstance(link, (tuple, list)) or len(link) not in (2, 3):
                 raise InvalidArgument(field, "must be (target_id, relation) or (target_id, relation, weight)")
             target = self._check_id(link[0], f"{field}.target")
@@ -356,8 +361,7 @@ class MemoryGraph:
     ) -> str:
         memory_id, now = _new_id(), self._clock()
         conn.execute(
-            "INSERT INTO graph_memories (id, content, type, importance, created_at, updated_at, source,"
-            " user_id, agent_id, channel_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            _INSERT_MEMORY,
             (memory_id, content, memory_type.value, importance, now, now, source, *scope_params(self.scope)),
         )
         return memory_id
@@ -399,18 +403,76 @@ class MemoryGraph:
 
         An ``updates`` relation marks its target superseded, exactly as :meth:`replace` does.
         """
-        text = self.check_content(content)
-        kind = parse_memory_type(memory_type)
-        level = kind.default_importance if importance is None else parse_unit_interval(importance, "importance")
-        source = self._check_source(source)
-        links = self._parse_links(relations)
+        item = self._check_item(content, memory_type, importance, source, relations, "")
         with self._write() as conn:
-            for index, (target, _, _) in enumerate(links):
-                self._require(conn, target, f"relations[{index}].target")
-            memory_id = self._insert(conn, text, kind, level, source)
-            for target, relation, weight in links:
-                self._link(conn, memory_id, target, relation, weight)
+            (memory_id,), _ = self._store_items(conn, [item], "")
         return self.get(memory_id)
+
+    def remember_many(self, items: Iterable[Mapping[str, Any]]) -> list[Memory]:
+        """Store many memories in one transaction: all of them, or none if any is refused.
+
+        Each item holds :meth:`remember`'s arguments by name (``content``, and optionally
+        ``memory_type``, ``importance``, ``source``, ``relations`` to memories that already exist).
+        Everything is validated before anything is written; a refusal names the item, as in
+        ``items[3].content``. One commit for the batch makes bulk ingest several times faster than a
+        :meth:`remember` per memory; embedding stays deferred and batched, as for every write.
+        """
+        checked = []
+        for index, item in enumerate(items):
+            prefix = f"items[{index}]."
+            if not isinstance(item, Mapping):
+                raise InvalidArgument(f"items[{index}]", f"must be a mapping, got {type(item).__name__}")
+            unknown = set(item) - _ITEM_FIELDS
+            if unknown:
+                raise InvalidArgument(f"items[{index}]", f"unknown field(s): {', '.join(sorted(map(str, unknown)))}")
+            if "content" not in item:
+                raise InvalidArgument(f"{prefix}content", "is required")
+            checked.append(
+                self._check_item(
+                    item["content"], item.get("memory_type", MemoryType.FACT), item.get("importance"),
+                    item.get("source", ""), item.get("relations", ()), prefix,
+                )
+            )  # fmt: skip
+        if not checked:
+            return []
+        with self._write() as conn:
+            ids, now = self._store_items(conn, checked, "items")
+        return [
+            Memory(memory_id, text, kind, level, now, now, source=source, scope=self.scope)
+            for memory_id, (text, kind, level, source, _) in zip(ids, checked, strict=True)
+        ]
+
+    def _check_item(
+        self, content: Any, memory_type: Any, importance: Any, source: Any, relations: Any, prefix: str
+    ) -> tuple[str, MemoryType, float, str, list[tuple[str, Relation, float]]]:
+        text = self.check_content(content, f"{prefix}content")
+        kind = parse_memory_type(memory_type, f"{prefix}memory_type" if prefix else "type")
+        field = f"{prefix}importance"
+        level = kind.default_importance if importance is None else parse_unit_interval(importance, field)
+        return text, kind, level, self._check_source(source, f"{prefix}source"), self._parse_links(relations, prefix)
+
+    def _store_items(
+        self,
+        conn: sqlite3.Connection,
+        items: Sequence[tuple[str, MemoryType, float, str, list[tuple[str, Relation, float]]]],
+        field: str,
+    ) -> tuple[list[str], float]:
+        """Insert checked items inside the caller's write transaction (their edge targets must exist);
+        returns their ids and the creation time they share."""
+        for number, (_, _, _, _, links) in enumerate(items):
+            prefix = f"{field}[{number}]." if field else ""
+            for index, (target, _, _) in enumerate(links):
+                self._require(conn, target, f"{prefix}relations[{index}].target")
+        now = self._clock()
+        rows = [(_new_id(), text, kind.value, level, now, now, source) for text, kind, level, source, _ in items]
+        conn.executemany(
+            _INSERT_MEMORY,
+            [(*row, *scope_params(self.scope)) for row in rows],
+        )
+        for row, (_, _, _, _, links) in zip(rows, items, strict=True):
+            for target, relation, weight in links:
+                self._link(conn, row[0], target, relation, weight)
+        return [row[0] for row in rows], now
 
     def remember_once(self, key: str, items: Sequence[tuple[str, MemoryType, str]]) -> int | None:
         """Store ``(content, type, source)`` items in one transaction unless ``key`` was recorded before

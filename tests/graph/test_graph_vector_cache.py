@@ -1,0 +1,41 @@
+"""The in-memory vector index catches up incrementally and stays exact across scopes and processes."""
+
+from __future__ import annotations
+
+from mnemo.graph import MemoryGraph, Scope
+
+from ._support import ConceptEmbedder
+
+
+def _vector_hits(graph: MemoryGraph, query: str) -> set[str]:
+    return {r.memory.id for r in graph.recall(query, touch=False) if "vector" in r.channels}
+
+
+def test_a_new_vector_is_found_after_another_scopes_newer_vectors_were_skipped(db_path):
+    alice = Scope(user_id="alice")
+    with MemoryGraph(db_path, scope=alice, embedder=ConceptEmbedder()) as graph:
+        first = graph.remember("Our puppy chews shoes")
+        bob = graph.with_scope(Scope(user_id="bob"))
+        bob.remember("Bob's hound sleeps all day")
+        bob.flush()
+        assert _vector_hits(graph, "canine") == {first.id}
+        second = graph.remember("A canine trainer visits on Mondays")
+        graph.flush()
+        assert _vector_hits(graph, "dog") == {first.id, second.id}
+
+
+def test_another_process_vectors_for_this_scope_appear_after_its_other_scope_writes(db_path):
+    alice, bob = Scope(user_id="alice"), Scope(user_id="bob")
+    with (
+        MemoryGraph(db_path, scope=alice, embedder=ConceptEmbedder()) as reader,
+        MemoryGraph(db_path, scope=alice, embedder=ConceptEmbedder()) as writer,
+    ):
+        reader.remember("Our puppy chews shoes")
+        assert reader.recall("canine")
+        other = writer.with_scope(bob)
+        other.remember("Bob's hound sleeps all day")
+        other.flush()
+        assert len(_vector_hits(reader, "canine")) == 1
+        late = writer.remember("The hound next door howls")
+        writer.flush()
+        assert late.id in _vector_hits(reader, "canine")
