@@ -1,0 +1,353 @@
+"""Memory-graph recall latency and ingest rate at 1k, 10k and 100k memories.
+
+One database grows through the levels (1k, then 10k, then 100k memories in one scope, plus a second
+scope's memories the recall must never see). At each level it prints recall p50/p95:
+
+* ``recall, query embedded``: what an agent waits for per turn (MiniLM embeds each query, distinct texts
+  so no cache helps), full text + vectors + graph expansion + ranking + the access-time touch;
+* ``recall, vector given``: the same queries with their vectors computed beforehand (recall minus the
+  query embedding);
+* ``recall, no embedder``: full text and graph only;
+* baselines measured on the same database in the same run: the bare FTS5 ``MATCH ... ORDER BY bm25 LIMIT
+  50`` recall runs, a bare brute-force search over the scope's vectors, and the bare MiniLM query embedding.
+
+Memories are synthetic but deterministic: templated sentences per memory type whose content words are
+drawn with a Zipf law from an English word list (so common words match thousands of rows, as in real
+text), importance per type with jitter, creation times spread over two years, ``related_to``/``caused_by``
+edges to earlier memories, and supersessions. Vectors: a few thousand distinct memory texts are embedded
+for real by MiniLM; every other memory gets one of those real vectors plus small deterministic noise,
+renormalised, stored under the same model name (embedding 100k texts for real would take ~25 minutes
+here). Queries are real MiniLM embeddings of question-like texts.
+
+Usage: ``python bench/graph_scale.py [--quick] [--queries N]`` (``--quick``: 1k and 10k only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import random
+import re
+import statistics
+import sqlite3
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from mnemo.embeddings import BruteForceIndex, MiniLMEmbedder
+from mnemo.graph import MemoryGraph, MemoryType, Relation, Scope
+from mnemo.graph.recall import match_expression
+
+_VOCAB = Path(__file__).resolve().parents[1] / "src" / "mnemo" / "embeddings" / "vocab.txt"
+_REAL_TEXTS = 2_000  # distinct memory texts embedded for real; the rest reuse their vectors plus noise
+_NOISE = 0.08  # per-dimension noise (before renormalising) on a reused vector: cosine ~0.75 to the source
+_SCOPE = Scope(user_id="alice")
+_OTHER = Scope(user_id="bob")
+
+_TEMPLATES: dict[MemoryType, tuple[str, ...]] = {
+    MemoryType.IDENTITY: ("The user is a {a} {b} who lives near {C}.", "My name is {C} and I work on {a} {b}."),
+    MemoryType.GOAL: ("The user wants to finish the {a} {b} before {C}.", "Goal: learn {a} and {b} this year."),
+    MemoryType.DECISION: ("We decided to use {a} instead of {b} for the {c} project.",
+                          "Decision: move the {a} {b} to {C} next quarter."),
+    MemoryType.TODO: ("Remember to send {C} the {a} {b} notes.", "Todo: fix the {a} in the {b} {c}."),
+    MemoryType.PREFERENCE: ("The user prefers {a} {b} over {c}.", "{C} likes {a} with {b}, not {c}."),
+    MemoryType.FACT: ("{C} has a {a} called {b}.", "The {a} {b} runs on {c} since {y}.",
+                      "The {a} of {C} is close to the {b} {c}."),
+    MemoryType.EVENT: ("On {d} the user went to {C} for the {a} {b}.", "{C} talked about {a} and {b} at the {c}."),
+    MemoryType.OBSERVATION: ("The user seemed {a} when {b} came up.", "It looks like {C} reads about {a} {b} often."),
+}  # fmt: skip
+_TYPE_SHARE = {MemoryType.IDENTITY: 1, MemoryType.GOAL: 3, MemoryType.DECISION: 6, MemoryType.TODO: 6,
+               MemoryType.PREFERENCE: 10, MemoryType.FACT: 34, MemoryType.EVENT: 25, MemoryType.OBSERVATION: 15}  # fmt: skip
+_QUESTIONS = ("What does the user think about {a} and {b}?", "When did {C} mention the {a}?",
+              "Which {a} {b} did we pick?", "what do I know about {a} {b} {c}", "{C} {a}",
+              "Did the user ever talk about {a} at the {b}?")  # fmt: skip
+
+
+class _Words:
+    """Content words with Zipf-distributed draws (the word list is roughly in frequency order)."""
+
+    def __init__(self, rng: random.Random) -> None:
+        words = [w.strip() for w in _VOCAB.read_text(encoding="utf-8").splitlines()]
+        alpha = [w for w in words if re.fullmatch(r"[a-z]{3,}", w)]
+        self.words = alpha[200:20_200]  # skip the function words at the top
+        weights = [1.0 / (rank + 10) for rank in range(len(self.words))]
+        total = sum(weights)
+        self._cumulative = np.cumsum(np.asarray(weights) / total)
+        self._rng = rng
+
+    def draw(self) -> str:
+        index = int(np.searchsorted(self._cumulative, self._rng.random()))
+        return self.words[min(index, len(self.words) - 1)]
+
+    def fill(self, template: str) -> str:
+        return template.format(
+            a=self.draw(), b=self.draw(), c=self.draw(), C=self.draw().capitalize(),
+            y=self._rng.randint(1990, 2025), d=f"{self._rng.randint(1, 28)} {self._rng.choice(_MONTHS)}",
+        )  # fmt: skip
+
+
+_MONTHS = ("January", "March", "May", "July", "September", "November")
+
+
+class _Corpus:
+    """Deterministic memories, query texts and the vectors that go with them."""
+
+    def __init__(self, seed: int = 7) -> None:
+        self.rng = random.Random(seed)
+        self.words = _Words(self.rng)
+        kinds = list(_TYPE_SHARE)
+        self._kinds = kinds
+        self._kind_weights = [_TYPE_SHARE[k] for k in kinds]
+        self.noise = np.random.default_rng(seed)
+        self.base_vectors: np.ndarray | None = None
+
+    def memories(self, count: int) -> list[tuple[str, MemoryType, float]]:
+        out = []
+        for _ in range(count):
+            kind = self.rng.choices(self._kinds, self._kind_weights)[0]
+            text = self.words.fill(self.rng.choice(_TEMPLATES[kind]))
+            importance = min(1.0, max(0.0, kind.default_importance + self.rng.uniform(-0.1, 0.1)))
+            out.append((text, kind, round(importance, 3)))
+        return out
+
+    def questions(self, count: int) -> list[str]:
+        return [self.words.fill(self.rng.choice(_QUESTIONS)) for _ in range(count)]
+
+    def vectors_for(self, count: int) -> np.ndarray:
+        """Vectors for ``count`` further memories: a real base vector each, plus noise, renormalised."""
+        assert self.base_vectors is not None
+        picks = self.noise.integers(0, len(self.base_vectors), size=count)
+        out = self.base_vectors[picks] + self.noise.normal(0.0, _NOISE, size=(count, self.base_vectors.shape[1]))
+        out /= np.linalg.norm(out, axis=1, keepdims=True)
+        return out.astype(np.float32)
+
+
+class _TableEmbedder:
+    """MiniLM's name and dimension, vectors looked up by text (the bench's stand-in for embedding the
+    memories it writes); a text not in the table is embedded by the real model."""
+
+    def __init__(self, model: MiniLMEmbedder) -> None:
+        self.name, self.dim = model.name, model.dim
+        self.model = model
+        self.table: dict[str, np.ndarray] = {}
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        missing = [t for t in texts if t not in self.table]
+        if missing:
+            for text, vector in zip(missing, self.model.embed(missing), strict=True):
+                self.table[text] = vector
+        return np.stack([self.table[t] for t in texts]) if texts else np.zeros((0, self.dim), np.float32)
+
+
+class _RealQueries:
+    """MiniLM's identity with every call embedded by the model: the per-turn cost of a new query."""
+
+    def __init__(self, table: _TableEmbedder) -> None:
+        self.name, self.dim = table.name, table.dim
+        self._table = table
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if len(texts) == 1 and texts[0] in self._table.table:
+            return self._table.model.embed(texts)  # a query: pay for the model, as an agent would
+        return self._table.embed(texts)  # memories written by the bench keep their table vectors
+
+
+# -- helpers -----------------------------------------------------------------------------------------------
+
+
+def _table(title: str, columns: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
+    cells = [[_cell(v) for v in row] for row in rows]
+    widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(columns)]
+    print(title)
+    print("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)))
+    print("  ".join("-" * w for w in widths))
+    for row in cells:
+        print("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)))
+    print(flush=True)
+
+
+def _cell(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:.1f}" if abs(value) >= 10 else f"{value:.2f}"
+    return str(value)
+
+
+def _percentiles(samples_ms: Sequence[float]) -> tuple[float, float]:
+    ordered = sorted(samples_ms)
+    return statistics.median(ordered), ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)]
+
+
+def _latency(run: Callable[[str], object], queries: Sequence[str]) -> tuple[float, float]:
+    samples = []
+    for query in queries:
+        start = time.perf_counter()
+        run(query)
+        samples.append((time.perf_counter() - start) * 1000)
+    return _percentiles(samples)
+
+
+# -- building the store -----------------------------------------------------------------------------------
+
+
+def _grow(graph: MemoryGraph, corpus: _Corpus, embedder: _TableEmbedder, count: int) -> float:
+    """Add ``count`` memories through ``remember_many`` (with edges and supersessions), give them their
+    vectors through the real embedding path, and return the memories written per second."""
+    items = corpus.memories(count)
+    for (text, _, _), vector in zip(items, corpus.vectors_for(count), strict=True):
+        embedder.table[text] = vector
+    known = [m.id for m in graph.memories()] if count else []
+    start = time.perf_counter()
+    written = 0
+    for begin in range(0, count, 1_000):
+        batch = []
+        for text, kind, importance in items[begin : begin + 1_000]:
+            links: list[tuple[str, Relation, float]] = []
+            roll = corpus.rng.random()
+            if known and roll < 0.08:
+                links.append((corpus.rng.choice(known), corpus.rng.choice((Relation.RELATED_TO, Relation.CAUSED_BY)), 0.8))
+            batch.append({"content": text, "memory_type": kind, "importance": importance, "relations": links})
+        stored = graph.remember_many(batch)
+        known.extend(m.id for m in stored)
+        written += len(stored)
+    elapsed = time.perf_counter() - start
+    # Supersessions: 2% of the new memories are replaced by a newer version.
+    for old in corpus.rng.sample(known[-count:], max(1, count // 50)):
+        try:
+            text, kind, _ = corpus.memories(1)[0]
+            embedder.table[text] = corpus.vectors_for(1)[0]
+            graph.replace(old, text)
+        except Exception:  # already superseded earlier in this loop
+            continue
+    graph.embed_pending(batch_size=512)
+    return written / elapsed
+
+
+def _single_ingest(graph: MemoryGraph, corpus: _Corpus, embedder: _TableEmbedder, count: int) -> float:
+    items = corpus.memories(count)
+    for (text, _, _), vector in zip(items, corpus.vectors_for(count), strict=True):
+        embedder.table[text] = vector
+    start = time.perf_counter()
+    for text, kind, importance in items:
+        graph.remember(text, kind, importance=importance)
+    elapsed = time.perf_counter() - start
+    graph.embed_pending()
+    return count / elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="1k and 10k memories only")
+    parser.add_argument("--queries", type=int, default=150, help="recall queries per measurement")
+    parser.add_argument("--keep", type=Path, help="directory to keep the database in (default: a temp dir)")
+    args = parser.parse_args()
+    levels = [1_000, 10_000] if args.quick else [1_000, 10_000, 100_000]
+
+    print("load average at start: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()), flush=True)
+    corpus = _Corpus()
+    model = MiniLMEmbedder()
+    table = _TableEmbedder(model)
+
+    start = time.perf_counter()
+    base_texts = [text for text, _, _ in corpus.memories(_REAL_TEXTS)]
+    corpus.base_vectors = model.embed(base_texts)
+    queries = corpus.questions(args.queries)
+    model.embed(queries[:8])  # load the model before anything is timed
+    query_vectors = model.embed(queries)
+    print(
+        f"real MiniLM vectors: {_REAL_TEXTS:,} memory texts + {len(queries)} queries embedded in"
+        f" {time.perf_counter() - start:.0f} s; every other memory vector is one of those {_REAL_TEXTS:,} plus"
+        f" noise (sd {_NOISE}/dim), renormalised, stored as model {model.name!r}\n",
+        flush=True,
+    )
+
+    workdir = tempfile.TemporaryDirectory() if args.keep is None else None
+    root = Path(workdir.name) if workdir else args.keep
+    root.mkdir(parents=True, exist_ok=True)
+    db_path = root / "graph_scale.db"
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db_path}{suffix}").unlink(missing_ok=True)
+
+    latency_rows: list[list[object]] = []
+    ingest_rows: list[list[object]] = []
+    writer = MemoryGraph(db_path, scope=_SCOPE, embedder=table)
+    other = writer.with_scope(_OTHER)
+    size = 0
+    for level in levels:
+        batch_rate = _grow(writer, corpus, table, level - size)
+        _grow(other, corpus, table, (level - size) // 10)  # a neighbour the recall must not see
+        single_rate = _single_ingest(writer, corpus, table, 200)
+        size = level
+        active = writer.stats()["active"]
+        ingest_rows.append([f"{level:,}", f"{batch_rate:,.0f}", f"{single_rate:,.0f}"])
+
+        real = _RealQueries(table)
+        table.table.update(zip(queries, query_vectors, strict=True))
+        with MemoryGraph(db_path, scope=_SCOPE, embedder=real) as graph:
+            graph.recall("warm up the vector cache", limit=10)
+            embedded = _latency(lambda q: graph.recall(q, limit=10), queries)
+        with MemoryGraph(db_path, scope=_SCOPE, embedder=table) as graph:
+            graph.recall(queries[0], limit=10)
+            given = _latency(lambda q: graph.recall(q, limit=10), queries)
+        with MemoryGraph(db_path, scope=_SCOPE) as graph:
+            graph.recall(queries[0], limit=10)
+            plain = _latency(lambda q: graph.recall(q, limit=10), queries)
+        fts, brute, embed = _baselines(db_path, queries, query_vectors, model)
+        tag = f"{level:,} ({active:,} active)"
+        latency_rows += [
+            [tag, "recall, query embedded", *embedded],
+            [tag, "recall, vector given", *given],
+            [tag, "recall, no embedder", *plain],
+            [tag, "baseline: bare FTS5 bm25 LIMIT 50", *fts],
+            [tag, "baseline: bare brute-force vector top-50", *brute],
+            [tag, "baseline: bare MiniLM query embedding", *embed],
+        ]
+        _table("recall latency (ms), limit 10", ["memories in scope", "what", "p50", "p95"], latency_rows[-6:])
+    writer.close()
+
+    _table("recall latency (ms), limit 10, all levels", ["memories in scope", "what", "p50", "p95"], latency_rows)
+    _table(
+        "ingest (memories/s; a second scope gets 10% more; vectors excluded)",
+        ["level", "remember_many (1,000 per call)", "remember (one per call)"],
+        ingest_rows,
+    )
+    print("load average at end: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
+    if workdir:
+        workdir.cleanup()
+
+
+def _baselines(
+    db_path: Path, queries: Sequence[str], query_vectors: np.ndarray, model: MiniLMEmbedder
+) -> tuple[tuple[float, float], tuple[float, float], tuple[float, float]]:
+    conn = sqlite3.connect(db_path)
+    try:
+
+        def fts(query: str) -> object:
+            expression = match_expression(query)
+            return conn.execute(
+                "SELECT rowid, bm25(graph_memories_fts) AS r FROM graph_memories_fts WHERE graph_memories_fts"
+                " MATCH ? ORDER BY r LIMIT 50",
+                (expression,),
+            ).fetchall() if expression else []
+
+        fts_times = _latency(fts, queries)
+        rows = conn.execute(
+            "SELECT v.memory_id, v.vector FROM graph_vectors v JOIN graph_memories m ON m.id = v.memory_id"
+            " WHERE m.user_id = ? AND m.agent_id = ? AND m.channel_id = ?",
+            (_SCOPE.user_id, _SCOPE.agent_id, _SCOPE.channel_id),
+        ).fetchall()
+    finally:
+        conn.close()
+    index = BruteForceIndex(query_vectors.shape[1])
+    index.add([r[0] for r in rows], np.frombuffer(b"".join(r[1] for r in rows), np.float32).reshape(len(rows), -1))
+    by_text = dict(zip(queries, query_vectors, strict=True))
+    brute = _latency(lambda q: index.search(by_text[q], 50), queries)
+    embed = _latency(lambda q: model.embed([q]), queries)
+    return fts_times, brute, embed
+
+
+if __name__ == "__main__":
+    main()
