@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import _db
+from ..embeddings.queries import PrefetchedEmbedder, QueryVectors
 from ..errors import InvalidArgument
 from ..safety.scan import scan
 from . import recall as _recall
@@ -128,6 +129,7 @@ class MemoryGraph:
         self._clock = clock
         self._lock = threading.RLock()
         self._vectors = VectorCache()
+        self._query_vectors = QueryVectors()
         self._embedded_upto: dict[tuple[Scope, str, int], int] = {}
         self._closed = False
         ensure_schema(self._conn)
@@ -718,14 +720,18 @@ class MemoryGraph:
             raise InvalidArgument("limit", "must be an integer between 1 and 100")
         wanted = None if types is None else frozenset(parse_memory_type(t, "types") for t in types)
         window = (parse_time(since, "since"), parse_time(until, "until"))
-        if self.embedder is not None:
+        embedder = self.embedder
+        if embedder is not None:
+            if query.strip():
+                # The model embeds the query on another core while pending work and the SQL run here.
+                embedder = PrefetchedEmbedder(embedder, query, self._query_vectors.start(embedder, query))
             self.embed_pending(self.embed_per_recall)
         with self._lock:
             results = _recall.search(
                 self._conn,
                 self.scope,
                 query,
-                embedder=self.embedder,
+                embedder=embedder,
                 vectors=self._vectors,
                 limit=limit,
                 types=wanted,
