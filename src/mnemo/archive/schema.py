@@ -90,7 +90,20 @@ _TRIGGERS = """
     END;
     """
 
-MIGRATIONS = [_V1, _fts, _TRIGGERS]
+# Vectors of messages for the hybrid search's vector channel (only when the archive is given an embedder).
+# ``seq`` only grows, so an in-memory index catches up by reading newer rows; model and dimension are stored
+# so a change of model re-embeds instead of mixing vector spaces.
+_VECTORS = """
+    CREATE TABLE IF NOT EXISTS message_vectors (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        message_id INTEGER NOT NULL UNIQUE REFERENCES messages(id) ON DELETE CASCADE,
+        model TEXT NOT NULL,
+        dim INTEGER NOT NULL,
+        vector BLOB NOT NULL
+    );
+    """
+
+MIGRATIONS = [_V1, _fts, _TRIGGERS, _VECTORS]
 
 FTS_TABLES = ("messages_fts", "messages_cjk")
 

@@ -3,7 +3,9 @@ trigram index (or a substring scan for very short CJK queries), filters, sorting
 
 Ranking is bm25 while every term is rarer than ``MATCH_BUDGET`` matches; with common terms it is an
 IDF sum computed from bounded index probes, so a query costs about the same at a million messages as
-at ten thousand. Relevance then borrows from neighbouring messages (``NEIGHBOUR_WEIGHTS``).
+at ten thousand. Those scores, and cosine similarities when the archive has an embedder, are ranked by
+the retrieval engine shared with the memory graph (:class:`mnemo.retrieval.Fusion`): weighted channels,
+relevance borrowed from neighbouring messages of the same session, and a boost for the best sessions.
 
 Everything here reads; the store owns writes and locking. Queries are always built from
 :func:`mnemo.retrieval.parse_query`, so no text a user or model types reaches ``MATCH`` verbatim.
@@ -16,10 +18,15 @@ import re
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from ..errors import InvalidArgument
-from ..retrieval import STOP_WORDS, cjk_ngrams, has_cjk, parse_query, term_phrases
+from ..retrieval import STOP_WORDS, Fusion, Placement, cjk_ngrams, has_cjk, parse_query, term_phrases
+from ..retrieval.fusion import FTS, VECTOR
 from .records import HIDDEN_SOURCES
+
+if TYPE_CHECKING:
+    from .vectors import MessageVectors
 
 HIGHLIGHT = ("**", "**")
 SORTS = ("relevance", "newest", "oldest")
@@ -30,10 +37,8 @@ _SNIPPET_TOKENS = 16
 # A term with at least this many matches is "common": bm25 would cost a walk over its whole doclist,
 # so queries with common terms are scored from bounded probes instead (see Searcher._bounded).
 MATCH_BUDGET = 500
-# In a conversation the words of a question and of its answer are often in adjacent messages, so a
-# message's relevance borrows from its neighbours': its own bm25 plus these fractions of the bm25 of
-# the candidates one and two messages away in the same session. Ranked over this many candidates.
-NEIGHBOUR_WEIGHTS = {1: 0.3, 2: 0.1}
+# Relevance ranking (channels, neighbouring messages, session evidence) over this many candidates.
+FUSION = Fusion()
 _CANDIDATES = 100
 _LIKE_SNIPPET_CHARS = 40
 
@@ -217,9 +222,10 @@ def _like_escape(term: str) -> str:
 class Searcher:
     """Runs searches on one connection; the caller holds the connection's lock."""
 
-    def __init__(self, conn: sqlite3.Connection, *, trigram: bool) -> None:
+    def __init__(self, conn: sqlite3.Connection, *, trigram: bool, vectors: MessageVectors | None = None) -> None:
         self._conn = conn
         self._trigram = trigram
+        self._vectors = vectors
         self._probes: dict[str, list[int]] = {}  # the strict query and its fallback share terms
 
     def find(self, query: str, *, limit: int, filters: Filters, sort: str = "relevance") -> list[Match]:
@@ -235,32 +241,48 @@ class Searcher:
             return self._run_fts(parsed.strict, limit, filters, sort)
         pool = max(limit, _CANDIDATES) if sort == "relevance" else limit
         found = self._rank(self._bounded(list(parsed.phrases), " ", pool, filters, sort), sort)[:limit]
-        if len(found) < limit and parsed.terms:
+        if len(found) < limit:
+            # Strict hits keep their lead; the loose channels (OR of terms, vectors) fill the rest.
             fallback = term_phrases(parsed.terms)
+            loose: list[Match] = []
             if fallback and (fallback != list(parsed.phrases) or len(fallback) > 1):
-                extra = self._rank(self._bounded(fallback, " OR ", pool, filters, sort), sort)
-                found = _merge(found, extra, limit)
+                loose = self._bounded(fallback, " OR ", pool, filters, sort)
+            similar = self._similar(query, " OR ".join(fallback) or parsed.strict, pool, filters, sort)
+            if loose or similar:
+                found = _merge(found, self._rank(loose, sort, similar), limit)
         return found
 
-    def _rank(self, matches: list[Match], sort: str) -> list[Match]:
-        """Re-rank relevance results with their neighbours' scores (see ``NEIGHBOUR_WEIGHTS``)."""
-        if sort != "relevance" or len(matches) < 2:
-            return matches
-        ids = [m.message_id for m in matches]
-        owner = dict(self._conn.execute(
-            f"SELECT id, session_id FROM messages WHERE id IN ({','.join('?' * len(ids))})", ids
-        ).fetchall())
-        own = {m.message_id: -m.score for m in matches}  # bm25 is negative: larger is better here
-        def smoothed(match: Match) -> float:
-            mid = match.message_id
-            total = own[mid]
-            for distance, weight in NEIGHBOUR_WEIGHTS.items():
-                for other in (mid - distance, mid + distance):
-                    if other in own and owner.get(other) == owner.get(mid):
-                        total += weight * own[other]
-            return total
-        rescored = [replace(m, score=-smoothed(m)) for m in matches]
-        return sorted(rescored, key=lambda m: (m.score, -m.message_id))
+    def _similar(self, query: str, fts_query: str, limit: int, filters: Filters, sort: str) -> list[Match]:
+        """The vector channel: messages whose embedding is closest to the query's, filtered."""
+        if self._vectors is None or sort != "relevance":
+            return []
+        # Scores follow the Match convention (lower is better): the negated cosine.
+        hits = [(mid, -cosine) for mid, cosine in self._vectors.search(self._conn, query, limit)
+                if cosine > FUSION.vector_floor]  # fmt: skip
+        return self._filtered(hits, fts_query, limit, filters, "relevance") if hits else []
+
+    def _rank(self, matches: list[Match], sort: str, similar: Sequence[Match] = ()) -> list[Match]:
+        """Relevance results ranked by the shared engine: full-text scores (``matches``), cosine similarities
+        (``similar``), neighbouring messages and session evidence. Time-sorted results are left as they are."""
+        if sort != "relevance" or len(matches) + len(similar) < 2:
+            return [*matches, *(m for m in similar if m.message_id not in {x.message_id for x in matches})]
+        by_id = {m.message_id: m for m in similar}
+        by_id.update({m.message_id: m for m in matches})
+        ids = list(by_id)
+        placements = {
+            mid: Placement(session, mid)
+            for mid, session in self._conn.execute(
+                f"SELECT id, session_id FROM messages WHERE id IN ({','.join('?' * len(ids))})", ids
+            ).fetchall()
+        }
+        raw = {FTS: {m.message_id: -m.score for m in matches}}  # bm25 is negative: larger is better here
+        if similar:
+            raw[VECTOR] = {m.message_id: -m.score for m in similar}
+        ranked = FUSION.rank(raw, placements)
+        kept = {mid for mid, _ in ranked}
+        # A candidate without positive relevance (a zero-scored AND window) still follows the ranked ones.
+        rest = [m for m in by_id.values() if m.message_id not in kept]
+        return [*(replace(by_id[mid], score=-relevance) for mid, relevance in ranked), *rest]
 
     def _run_fts(self, fts_query: str, limit: int, filters: Filters, sort: str, min_rowid: int | None = None) -> list[Match]:
         ranked = _fts_matches(self._conn, "messages_fts", _BM25, fts_query, filters, sort, limit, min_rowid=min_rowid)

@@ -15,7 +15,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import _db
 from ..errors import InvalidArgument, MnemoError
@@ -31,6 +31,10 @@ from .records import (
     tool_call_names,
 )
 from .search import SORTS, Filters, Match, Searcher
+from .vectors import MessageVectors
+
+if TYPE_CHECKING:
+    from ..embeddings.protocol import Embedder
 
 log = logging.getLogger("mnemo.archive")
 
@@ -75,9 +79,12 @@ def _names(value: str | Iterable[str] | None, field: str) -> tuple[str, ...]:
 class SessionArchive:
     """The archive of sessions and their messages in one SQLite file (normally ``MNEMO_HOME/state.db``)."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, embedder: Embedder | None = None) -> None:
+        """``embedder`` adds a vector channel to relevance search (messages are embedded lazily, in bounded
+        batches per search, or all at once by :meth:`embed_pending`); without one search is full text only."""
         self.path = Path(path)
         self._lock = threading.RLock()
+        self._vectors = MessageVectors(embedder) if embedder is not None else None
         self._conn: sqlite3.Connection | None = _db.connect(self.path)
         try:
             _db.migrate(self._conn, schema.COMPONENT, schema.MIGRATIONS)
@@ -259,9 +266,12 @@ class SessionArchive:
             row = conn.execute("SELECT parent_session_id FROM sessions WHERE id = ?", (session_id,)).fetchone()
             if row is None:
                 raise SessionNotFound(session_id)
+            ids = [r[0] for r in conn.execute("SELECT id FROM messages WHERE session_id = ?", (session_id,))]
             removed = conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,)).rowcount
             conn.execute("UPDATE sessions SET parent_session_id = ? WHERE parent_session_id = ?", (row[0], session_id))
             conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+        if self._vectors is not None:
+            self._vectors.forget(ids)
         return removed
 
     # -- messages ----------------------------------------------------------------------------------
@@ -412,7 +422,7 @@ class SessionArchive:
     def _read_index(self, work: Callable[[Searcher], T]) -> T:
         # A damaged full-text index must not make search fail: rebuild it from the messages and retry once.
         with self._lock:
-            searcher = Searcher(self._db, trigram=self._trigram)
+            searcher = Searcher(self._db, trigram=self._trigram, vectors=self._vectors)
             try:
                 return work(searcher)
             except sqlite3.DatabaseError as exc:
@@ -421,6 +431,14 @@ class SessionArchive:
                 log.warning("%s: full-text index damaged (%s); rebuilding it from the messages", self.path, exc)
                 self.rebuild_index()
                 return work(searcher)
+
+    def embed_pending(self) -> int:
+        """Embed every message that has no vector of the archive's embedder yet; returns how many (0 without
+        an embedder)."""
+        if self._vectors is None:
+            return 0
+        with self._lock:
+            return self._vectors.embed_pending(self._db)
 
     def _find(self, query: str, limit: int, filters: Filters, sort: str) -> list[Match]:
         return self._read_index(lambda searcher: searcher.find(query, limit=limit, filters=filters, sort=sort))
