@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from mnemo.retrieval import Fusion, Placement, scale_similarity, scale_to_best, with_prior
+from mnemo.retrieval import (
+    Fusion,
+    Placement,
+    scale_similarity,
+    scale_to_best,
+    with_prior,
+)
 
 
 def test_full_text_scores_are_scaled_to_the_best_candidate():

@@ -21,7 +21,15 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from ..errors import InvalidArgument
-from ..retrieval import STOP_WORDS, Fusion, Placement, cjk_ngrams, has_cjk, parse_query, term_phrases
+from ..retrieval import (
+    STOP_WORDS,
+    Fusion,
+    Placement,
+    cjk_ngrams,
+    has_cjk,
+    parse_query,
+    term_phrases,
+)
 from ..retrieval.fusion import FTS, VECTOR
 from .records import HIDDEN_SOURCES
 

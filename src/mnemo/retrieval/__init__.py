@@ -17,14 +17,11 @@ from .query import (
 )
 
 __all__ = [
-    "Fusion",
-    "Placement",
-    "scale_similarity",
-    "scale_to_best",
-    "with_prior",
     "MAX_QUERY_CHARS",
     "STOP_WORDS",
+    "Fusion",
     "ParsedQuery",
+    "Placement",
     "cjk_ngrams",
     "has_cjk",
     "meaningful_terms",
@@ -32,5 +29,8 @@ __all__ = [
     "parse_query",
     "quote",
     "sanitize",
+    "scale_similarity",
+    "scale_to_best",
     "term_phrases",
+    "with_prior",
 ]
