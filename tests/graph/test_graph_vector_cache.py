@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from mnemo import _db
+from mnemo.embeddings.queries import QueryVectors
 from mnemo.graph import MemoryGraph, Scope
+from mnemo.graph.vectors import VectorCache
 
 from ._support import ConceptEmbedder
 
@@ -39,3 +42,57 @@ def test_another_process_vectors_for_this_scope_appear_after_its_other_scope_wri
         late = writer.remember("The hound next door howls")
         writer.flush()
         assert late.id in _vector_hits(reader, "canine")
+
+
+def _prefetched(cache: VectorCache, conn, embedder: ConceptEmbedder, text: str, k: int = 10):
+    probe = QueryVectors().start(embedder, text)
+    cache.prefetch(conn, Scope(), embedder, probe, k)
+    return probe.result()
+
+
+def test_a_prefetched_search_returns_what_a_direct_search_finds(db_path):
+    embedder = ConceptEmbedder()
+    with MemoryGraph(db_path, embedder=embedder) as graph:
+        graph.remember("Our puppy chews shoes")
+        graph.remember("The hound next door howls")
+        graph.remember("Espresso after lunch")
+        graph.flush()
+    conn = _db.connect(db_path)
+    try:
+        cache = VectorCache()
+        probe = _prefetched(cache, conn, embedder, "canine")
+        assert cache.search(conn, Scope(), embedder, probe, 2) == VectorCache().search(conn, Scope(), embedder, probe, 2)
+    finally:
+        conn.close()
+
+
+def test_a_prefetched_search_is_not_used_once_new_vectors_arrived(db_path):
+    embedder = ConceptEmbedder()
+    with MemoryGraph(db_path, embedder=embedder) as graph:
+        first = graph.remember("Our puppy chews shoes")
+        graph.flush()
+        conn = _db.connect(db_path)
+        try:
+            cache = VectorCache()
+            probe = _prefetched(cache, conn, embedder, "canine")
+            second = graph.remember("The hound next door howls")
+            graph.flush()
+            assert {hit for hit, _ in cache.search(conn, Scope(), embedder, probe, 10)} == {first.id, second.id}
+        finally:
+            conn.close()
+
+
+def test_a_prefetched_search_for_another_probe_is_not_used(db_path):
+    embedder = ConceptEmbedder()
+    with MemoryGraph(db_path, embedder=embedder) as graph:
+        pet = graph.remember("Our puppy chews shoes")
+        car = graph.remember("Drives an automobile")
+        graph.flush()
+    conn = _db.connect(db_path)
+    try:
+        cache = VectorCache()
+        _prefetched(cache, conn, embedder, "canine")
+        other = embedder.embed(["vehicle"])
+        assert cache.search(conn, Scope(), embedder, other, 1)[0][0] == car.id != pet.id
+    finally:
+        conn.close()

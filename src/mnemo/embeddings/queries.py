@@ -25,8 +25,9 @@ _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
 
-def _executor() -> ThreadPoolExecutor:
-    # One small pool per process: query embeddings are short, and more workers than cores only queue.
+def background() -> ThreadPoolExecutor:
+    """The process's pool for per-query work done ahead (query embeddings, the vector searches that
+    follow them): two workers, as more than the cores only queue."""
     global _pool
     with _pool_lock:
         if _pool is None:
@@ -54,7 +55,7 @@ class QueryVectors:
             if future is not None and not (future.done() and (future.cancelled() or future.exception())):
                 self._cache.move_to_end(key)
                 return future
-            future = _executor().submit(_embed_one, embedder, text)
+            future = background().submit(_embed_one, embedder, text)
             if self._size > 0:
                 self._cache[key] = future
                 while len(self._cache) > self._size:

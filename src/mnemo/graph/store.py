@@ -54,6 +54,8 @@ MAX_CONTENT_CHARS = 4_000
 # or embed_pending(). Unembedded memories are still found by full text, so this only delays, never loses.
 EMBED_PER_RECALL = 256
 EMBED_BATCH = 64
+# Vector hits searched ahead per recall; recall's own pool is smaller (a bigger request searches again).
+PREFETCH_HITS = 200
 _INSERT_MEMORY = (
     "INSERT INTO graph_memories (id, content, type, importance, created_at, updated_at, source,"
     " user_id, agent_id, channel_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -721,12 +723,17 @@ class MemoryGraph:
         wanted = None if types is None else frozenset(parse_memory_type(t, "types") for t in types)
         window = (parse_time(since, "since"), parse_time(until, "until"))
         embedder = self.embedder
+        probe = None
         if embedder is not None:
             if query.strip():
-                # The model embeds the query on another core while pending work and the SQL run here.
-                embedder = PrefetchedEmbedder(embedder, query, self._query_vectors.start(embedder, query))
+                # The model embeds the query, then the vector index is searched, on another core while
+                # pending work and the SQL run here (a 2-core machine does both at once).
+                probe = self._query_vectors.start(embedder, query)
+                embedder = PrefetchedEmbedder(embedder, query, probe)
             self.embed_pending(self.embed_per_recall)
         with self._lock:
+            if probe is not None:
+                self._vectors.prefetch(self._conn, self.scope, embedder, probe, max(limit * 5, PREFETCH_HITS))
             results = _recall.search(
                 self._conn,
                 self.scope,

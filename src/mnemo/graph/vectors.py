@@ -11,11 +11,14 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Hashable, Iterable, Iterator
+from concurrent.futures import Future
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..embeddings.queries import background
 from .schema import SCOPE_CLAUSE, scope_params
 from .types import Scope
 
@@ -24,26 +27,74 @@ if TYPE_CHECKING:
     from ..embeddings.protocol import Embedder
 
 
+_Key = tuple[Scope, str, int]
+Hits = list[tuple[Hashable, float]]
+
+
+@dataclass(frozen=True, slots=True)
+class _Prefetch:
+    probe: Future[np.ndarray]
+    version: int
+    k: int
+    hits: Future[Hits]
+
+
 class VectorCache:
-    """Indexes keyed by ``(scope, model, dim)``, each with the highest vector ``seq`` it holds."""
+    """Indexes keyed by ``(scope, model, dim)``, each with the highest vector ``seq`` it holds.
+
+    :meth:`prefetch` lets a recall start its vector search in a worker thread, as soon as the query's
+    vector is ready, while the recall runs its SQL; :meth:`search` then uses that result if the index
+    has not changed since and the probe is the same, and searches itself otherwise.
+    """
 
     def __init__(self) -> None:
-        self._indexes: dict[tuple[Scope, str, int], tuple[VectorIndex, int]] = {}
+        self._indexes: dict[_Key, tuple[VectorIndex, int]] = {}
+        self._versions: dict[_Key, int] = {}  # bumped whenever an index's content changes
+        self._prefetched: dict[_Key, _Prefetch] = {}
         self._lock = threading.Lock()
 
     def search(
         self, conn: sqlite3.Connection, scope: Scope, embedder: Embedder, probe: np.ndarray, k: int
-    ) -> list[tuple[Hashable, float]]:
+    ) -> Hits:
         """The ``k`` nearest memory ids to ``probe`` in ``scope``, among vectors of ``embedder``'s model."""
         index = self._current(conn, scope, embedder)
+        key = (scope, embedder.name, embedder.dim)
+        with self._lock:
+            ahead = self._prefetched.pop(key, None)
+            version = self._versions.get(key, 0)
+        if ahead is not None and ahead.version == version and k <= ahead.k and _same_probe(ahead.probe, probe):
+            try:
+                return ahead.hits.result()[:k]
+            except Exception:  # noqa: BLE001 - searched again below, which reports a lasting problem
+                pass
         return index.search(probe, k)
+
+    def prefetch(
+        self, conn: sqlite3.Connection, scope: Scope, embedder: Embedder, probe: Future[np.ndarray], k: int
+    ) -> None:
+        """Catch the index up now and search it for ``probe`` (a vector still being computed) in a worker
+        thread once the vector is ready, for a later :meth:`search` with that vector and at most ``k``."""
+        index = self._current(conn, scope, embedder)
+        key = (scope, embedder.name, embedder.dim)
+        hits: Future[Hits] = Future()
+
+        def run(done: Future[np.ndarray]) -> None:
+            try:
+                hits.set_result(index.search(done.result(), k))
+            except BaseException as exc:  # noqa: BLE001 - handed to whoever waits for the hits
+                hits.set_exception(exc)
+
+        with self._lock:
+            self._prefetched[key] = _Prefetch(probe, self._versions.get(key, 0), k, hits)
+        probe.add_done_callback(lambda done: background().submit(run, done))
 
     def forget(self, memory_ids: Iterable[str]) -> None:
         """Drop purged memories from every index."""
         ids = list(memory_ids)
         with self._lock:
-            for index, _ in self._indexes.values():
+            for key, (index, _) in self._indexes.items():
                 index.remove(ids)
+                self._versions[key] = self._versions.get(key, 0) + 1
 
     def _current(self, conn: sqlite3.Connection, scope: Scope, embedder: Embedder) -> VectorIndex:
         from ..embeddings.index import BruteForceIndex
@@ -68,8 +119,16 @@ class VectorCache:
                 latest = {r[1]: r[2] for r in rows}
                 matrix = np.frombuffer(b"".join(latest.values()), dtype=np.float32).reshape(len(latest), embedder.dim)
                 index.add(list(latest), matrix)
+                self._versions[key] = self._versions.get(key, 0) + 1
             self._indexes[key] = (index, max(seen, top))
             return index
+
+
+def _same_probe(prefetched: Future[np.ndarray], probe: np.ndarray) -> bool:
+    # A recall's probe comes from this very future, so it is done by now; anything else is not ours.
+    if not prefetched.done() or prefetched.cancelled() or prefetched.exception() is not None:
+        return False
+    return np.array_equal(prefetched.result().reshape(-1), np.asarray(probe).reshape(-1))
 
 
 @contextmanager
