@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from mnemo import AgentMemory
-from mnemo.agent import SessionNotStarted
+from mnemo.agent import SessionStateError
 from mnemo.providers import BaseProvider
 from mnemo.safety import MEMORY_CONTEXT_TAG
 
@@ -250,7 +250,7 @@ def test_close_is_idempotent_and_shuts_providers_down_once(tmp_path):
 
 def test_calls_before_start_session_are_refused(tmp_path):
     memory = AgentMemory(tmp_path, archive_enabled=False, graph_enabled=False)
-    with pytest.raises(SessionNotStarted):
+    with pytest.raises(SessionStateError):
         memory.system_prompt()
     memory.close()
 
@@ -258,7 +258,7 @@ def test_calls_before_start_session_are_refused(tmp_path):
 def test_calls_after_close_are_refused(tmp_path):
     memory = _open(tmp_path)
     memory.close()
-    with pytest.raises(SessionNotStarted):
+    with pytest.raises(SessionStateError):
         memory.handle_tool_call("memory", {"target": "memory", "action": "add", "content": "late"})
 
 

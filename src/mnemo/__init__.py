@@ -5,7 +5,7 @@ The public API is re-exported here; everything else is internal.
 
 from __future__ import annotations
 
-from .agent import AgentMemory, SessionNotStarted
+from .agent import AgentMemory, SessionStateError
 from .config import Settings, load_settings, resolve_home
 from .curated import (
     DEFAULT_MEMORY_CHAR_LIMIT,
@@ -100,7 +100,7 @@ __all__ = [
     "Replace",
     "ScriptedLLM",
     "ScriptedToolCall",
-    "SessionNotStarted",
+    "SessionStateError",
     "Settings",
     "ToolCall",
     "ToolEvent",

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict
@@ -41,8 +42,9 @@ log = logging.getLogger("mnemo.agent")
 _TOOL_NAME = MEMORY_TOOL_SCHEMA["function"]["name"]
 
 
-class SessionNotStarted(MnemoError, RuntimeError):
-    """A per-session call came before :meth:`AgentMemory.start_session` (or after :meth:`AgentMemory.close`)."""
+class SessionStateError(MnemoError, RuntimeError):
+    """A call made in the wrong session state: before :meth:`AgentMemory.start_session`, after
+    :meth:`AgentMemory.close`, or a second ``start_session`` on the same object."""
 
 
 class AgentMemory:
@@ -55,7 +57,7 @@ class AgentMemory:
 
     def __init__(
         self,
-        home: str | None = None,
+        home: str | os.PathLike[str] | None = None,
         *,
         providers: Iterable[MemoryProvider] = (),
         settings: Settings | None = None,
@@ -78,7 +80,7 @@ class AgentMemory:
         self._closed = False
 
     @classmethod
-    def open(cls, session_key: str, home: str | None = None, **kwargs: Any) -> AgentMemory:
+    def open(cls, session_key: str, home: str | os.PathLike[str] | None = None, **kwargs: Any) -> AgentMemory:
         """Construct and :meth:`start_session` in one call."""
         memory = cls(home, **kwargs)
         try:
@@ -109,9 +111,9 @@ class AgentMemory:
             raise InvalidArgument("session_key", "must be a non-empty string")
         with self._lock:
             if self._closed:
-                raise SessionNotStarted("this AgentMemory is closed")
+                raise SessionStateError("this AgentMemory is closed")
             if self._session_key is not None:
-                raise SessionNotStarted(f"session {self._session_key!r} already started; use a new AgentMemory")
+                raise SessionStateError(f"session {self._session_key!r} already started; use a new AgentMemory")
             self.store.load()
             self._session_key = session_key
             self._system_prompt = "\n\n".join(
@@ -125,7 +127,7 @@ class AgentMemory:
 
     def _require_session(self) -> None:
         if self._session_key is None or self._closed:
-            raise SessionNotStarted("call start_session() first" if not self._closed else "this AgentMemory is closed")
+            raise SessionStateError("call start_session() first" if not self._closed else "this AgentMemory is closed")
 
     def system_prompt(self) -> str:
         """The frozen curated blocks; byte-identical for the whole session ("" when memory is empty)."""
