@@ -8,7 +8,7 @@ archive (:class:`mnemo.retrieval.Fusion`):
 * ``vector``: cosine similarity of the query's embedding to the stored ones (only when an embedder is
   set, and only vectors of that same model).
 
-Memories written from the same ``source`` form a context: a memory borrows relevance from the ones written
+Memories written from the same (non-empty) ``source`` form a context: a memory borrows relevance from the ones written
 just before and after it (by ``seq``) and from its source's best match, as turns of one conversation do.
 Then the ``graph`` channel: from the best seeds, one hop along each edge (either direction), scaled by the
 relation's multiplier and the edge weight. A seed that is an old version passes its relevance up the
@@ -137,7 +137,8 @@ def _placements(conn: sqlite3.Connection, ids: list[str]) -> dict[str, Placement
         rows = conn.execute(
             f"SELECT id, source, seq FROM graph_memories WHERE id IN ({', '.join('?' * len(chunk))})", chunk
         ).fetchall()
-        found.update({row[0]: Placement(row[1], row[2]) for row in rows})
+        # A memory without a source has no known context: it stands alone.
+        found.update({row[0]: Placement(row[1], row[2]) for row in rows if row[1]})
     return found
 
 
