@@ -94,3 +94,10 @@ def test_malformed_items_are_refused_by_field(graph, item, field):
 
 def test_an_empty_batch_stores_nothing(graph):
     assert graph.remember_many([]) == []
+
+
+def test_remember_returns_the_memory_exactly_as_get_reads_it(graph):
+    old = graph.remember("Lives in Paris", "fact", importance=0.33, source="chat")
+    new = graph.remember("Lives in Berlin", relations=[(old.id, "updates")])
+    assert graph.get(old.id) != old  # now superseded
+    assert [graph.get(old.id).superseded_by, graph.get(new.id)] == [new.id, new]

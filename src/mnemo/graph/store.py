@@ -409,8 +409,8 @@ class MemoryGraph:
         """
         item = self._check_item(content, memory_type, importance, source, relations, "")
         with self._write() as conn:
-            (memory_id,), _ = self._store_items(conn, [item], "")
-        return self.get(memory_id)
+            (memory,) = self._store_items(conn, [item], "")
+        return memory
 
     def remember_many(self, items: Iterable[Mapping[str, Any]]) -> list[Memory]:
         """Store many memories in one transaction: all of them, or none if any is refused.
@@ -440,11 +440,7 @@ class MemoryGraph:
         if not checked:
             return []
         with self._write() as conn:
-            ids, now = self._store_items(conn, checked, "items")
-        return [
-            Memory(memory_id, text, kind, level, now, now, source=source, scope=self.scope)
-            for memory_id, (text, kind, level, source, _) in zip(ids, checked, strict=True)
-        ]
+            return self._store_items(conn, checked, "items")
 
     def _check_item(
         self, content: Any, memory_type: Any, importance: Any, source: Any, relations: Any, prefix: str
@@ -460,9 +456,9 @@ class MemoryGraph:
         conn: sqlite3.Connection,
         items: Sequence[tuple[str, MemoryType, float, str, list[tuple[str, Relation, float]]]],
         field: str,
-    ) -> tuple[list[str], float]:
-        """Insert checked items inside the caller's write transaction (their edge targets must exist);
-        returns their ids and the creation time they share."""
+    ) -> list[Memory]:
+        """Insert checked items inside the caller's write transaction (their edge targets must exist)
+        and return them as stored, without reading them back: new memories are never superseded."""
         for number, (_, _, _, _, links) in enumerate(items):
             prefix = f"{field}[{number}]." if field else ""
             for index, (target, _, _) in enumerate(links):
@@ -476,7 +472,10 @@ class MemoryGraph:
         for row, (_, _, _, _, links) in zip(rows, items, strict=True):
             for target, relation, weight in links:
                 self._link(conn, row[0], target, relation, weight)
-        return [row[0] for row in rows], now
+        return [
+            Memory(row[0], text, kind, level, now, now, source=source, scope=self.scope)
+            for row, (text, kind, level, source, _) in zip(rows, items, strict=True)
+        ]
 
     def remember_once(self, key: str, items: Sequence[tuple[str, MemoryType, str]]) -> int | None:
         """Store ``(content, type, source)`` items in one transaction unless ``key`` was recorded before
