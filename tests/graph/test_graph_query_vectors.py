@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 
 import numpy as np
@@ -93,3 +95,21 @@ def test_a_failing_query_embedding_fails_the_recall(db_path):
 
     with MemoryGraph(db_path, embedder=Broken()) as graph, pytest.raises(RuntimeError):
         graph.recall("canine")
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_can_recall_with_vectors_after_the_parent_did(db_path):
+    with MemoryGraph(db_path, embedder=ConceptEmbedder()) as graph:
+        pet = graph.remember("Our puppy chews shoes")
+        assert graph.recall("canine")
+    pid = os.fork()
+    if pid == 0:  # the child: exit code 0 only if its recall completes and finds the memory
+        code = 1
+        try:
+            signal.alarm(20)
+            with MemoryGraph(db_path, embedder=ConceptEmbedder()) as child:
+                code = 0 if [r.memory.id for r in child.recall("hound")] == [pet.id] else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

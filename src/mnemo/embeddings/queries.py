@@ -10,6 +10,7 @@ then by the ``recall`` tool, a retried turn) without the model at all.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -23,6 +24,16 @@ CACHE_SIZE = 256
 
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
+
+
+def _forget_pool_after_fork() -> None:
+    # A forked child inherits the pool object but not its threads: work submitted to it would never run.
+    global _pool, _pool_lock
+    _pool, _pool_lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool_after_fork)
 
 
 def background() -> ThreadPoolExecutor:
