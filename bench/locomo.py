@@ -85,9 +85,10 @@ def run(data: Path, workdir: Path, *, audit: Path | None, embed: bool) -> dict:
     ingest_seconds = 0.0
     memories = 0
     clock = _Clock()
-    graph = MemoryGraph(workdir / "locomo.db", embedder=embedder, clock=clock)
-    try:
-        for number, sample in enumerate(samples):
+    for number, sample in enumerate(samples):
+        # One database per conversation, as one user's home would hold (and as the baseline indexes them):
+        # full-text statistics then come from that conversation alone.
+        with MemoryGraph(workdir / f"locomo-{number}.db", embedder=embedder, clock=clock) as graph:
             conversation = sample.get("conversation", {})
             view = graph.with_scope(Scope(user_id=str(sample.get("sample_id", number))))
             plain = sqlite3.connect(":memory:")
@@ -140,8 +141,6 @@ def run(data: Path, workdir: Path, *, audit: Path | None, embed: bool) -> dict:
                 ranked = [r[0] for r in rows]
                 baseline.add(category, evidence, ranked[:10], list(dict.fromkeys(_session_of(d) for d in ranked)), ms)
             plain.close()
-    finally:
-        graph.close()
     mine, base = ours.summary(), baseline.summary()
     model = "MiniLM-L6 vectors" if embedder is not None else "no embedder"
     print(f"\nLoCoMo recall on {data.name}: {mine['questions']} questions (categories 1-4 with evidence), "
