@@ -34,8 +34,8 @@ import math
 import os
 import random
 import re
-import statistics
 import sqlite3
+import statistics
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -44,6 +44,7 @@ from pathlib import Path
 import numpy as np
 
 from mnemo.embeddings import BruteForceIndex, MiniLMEmbedder
+from mnemo.errors import InvalidArgument
 from mnemo.graph import MemoryGraph, MemoryType, Relation, Scope
 from mnemo.graph.recall import match_expression
 
@@ -225,7 +226,7 @@ def _grow(graph: MemoryGraph, corpus: _Corpus, embedder: _TableEmbedder, count: 
             text, kind, _ = corpus.memories(1)[0]
             embedder.table[text] = corpus.vectors_for(1)[0]
             graph.replace(old, text)
-        except Exception:  # already superseded earlier in this loop
+        except InvalidArgument:  # already superseded earlier in this loop
             continue
     graph.embed_pending(batch_size=512)
     return written / elapsed

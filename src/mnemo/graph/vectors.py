@@ -62,11 +62,12 @@ class VectorCache:
         with self._lock:
             ahead = self._prefetched.pop(key, None)
             version = self._versions.get(key, 0)
-        if ahead is not None and ahead.version == version and k <= ahead.k and _same_probe(ahead.probe, probe):
-            try:
-                return ahead.hits.result()[:k]
-            except Exception:  # noqa: BLE001 - searched again below, which reports a lasting problem
-                pass
+        # A prefetched search that failed is simply run again here, which reports a lasting problem.
+        if (
+            ahead is not None and ahead.version == version and k <= ahead.k and _same_probe(ahead.probe, probe)
+            and ahead.hits.exception() is None
+        ):  # fmt: skip
+            return ahead.hits.result()[:k]
         return index.search(probe, k)
 
     def prefetch(
