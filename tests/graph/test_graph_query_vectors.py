@@ -113,3 +113,26 @@ def test_a_forked_child_can_recall_with_vectors_after_the_parent_did(db_path):
             os._exit(code)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_recalls_from_several_threads_find_what_one_thread_finds(db_path):
+    queries = ["canine", "vehicle", "espresso", "france", "germany", "hound", "sedan", "latte"]
+    with MemoryGraph(db_path, embedder=ConceptEmbedder()) as graph:
+        for text in ("Our puppy chews shoes", "Drives an automobile", "Espresso after lunch",
+                     "Paris in spring", "Berlin in winter"):  # fmt: skip
+            graph.remember(text)
+        expected = {q: [r.memory.id for r in graph.recall(q, touch=False)] for q in queries}
+        found: dict[str, list[list[str]]] = {q: [] for q in queries}
+
+        def worker(offset: int) -> None:
+            for step in range(len(queries) * 3):
+                query = queries[(offset + step) % len(queries)]
+                found[query].append([r.memory.id for r in graph.recall(query, touch=False)])
+
+        threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert all(results == [expected[q]] * len(results) for q, results in found.items())
+    assert sum(len(results) for results in found.values()) == 4 * len(queries) * 3
