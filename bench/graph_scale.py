@@ -14,8 +14,8 @@ scope's memories the recall must never see). At each level it prints recall p50/
 
 Memories are synthetic but deterministic: templated sentences per memory type whose content words are
 drawn with a Zipf law from an English word list (so common words match thousands of rows, as in real
-text), importance per type with jitter, creation times spread over two years, ``related_to``/``caused_by``
-edges to earlier memories, and supersessions. Vectors: a few thousand distinct memory texts are embedded
+text), importance per type with jitter, ``related_to``/``caused_by`` edges from 8% of memories to earlier
+ones, and 2% superseded by a newer version. Vectors: a few thousand distinct memory texts are embedded
 for real by MiniLM; every other memory gets one of those real vectors plus small deterministic noise,
 renormalised, stored under the same model name (embedding 100k texts for real would take ~25 minutes
 here). Queries are real MiniLM embeddings of question-like texts.
