@@ -286,8 +286,9 @@ def main() -> None:
     size = 0
     for level in levels:
         batch_rate = _grow(writer, corpus, table, level - size)
-        _grow(other, corpus, table, (level - size) // 10)  # a neighbour the recall must not see
         single_rate = _single_ingest(writer, corpus, table, 200)
+        # Another user of the same database, who wrote last: the recall must neither see nor re-read them.
+        _grow(other, corpus, table, (level - size) // 10)
         size = level
         active = writer.stats()["active"]
         ingest_rows.append([f"{level:,}", f"{batch_rate:,.0f}", f"{single_rate:,.0f}"])
