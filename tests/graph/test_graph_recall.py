@@ -7,7 +7,8 @@ from datetime import datetime, timezone
 import pytest
 
 from mnemo.graph import MemoryGraph
-from mnemo.graph.recall import score
+from mnemo._db import connect
+from mnemo.graph.recall import match_expression, score
 
 from ._support import ConceptEmbedder
 
@@ -109,3 +110,21 @@ def test_the_vector_channel_finds_a_memory_that_shares_no_words(db_path, clock):
         results = graph.recall("canine")
     assert [r.memory.id for r in results] == [pet.id]
     assert set(results[0].channels) == {"vector"}
+
+
+
+def test_words_too_common_to_rank_by_are_left_out_of_the_full_text_query(graph, db_path, monkeypatch):
+    monkeypatch.setattr("mnemo.graph.recall.COMMON_MATCHES", 3)
+    for place in ("Paris", "Rome", "Oslo", "Lima"):
+        graph.remember(f"The user visited {place}")
+    kayak = graph.remember("The user owns a red kayak")
+    expression = match_expression("user kayak", connect(db_path))
+    assert "user" not in expression and "kayak" in expression
+    assert graph.recall("user kayak")[0].memory.id == kayak.id
+
+
+def test_a_query_of_only_common_words_keeps_them_all(graph, db_path, monkeypatch):
+    monkeypatch.setattr("mnemo.graph.recall.COMMON_MATCHES", 2)
+    for place in ("Paris", "Rome", "Oslo"):
+        graph.remember(f"The user visited {place}")
+    assert match_expression("user visited", connect(db_path)) == match_expression("user visited")
