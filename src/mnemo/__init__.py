@@ -5,6 +5,8 @@ The public API is re-exported here; everything else is internal.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .agent import AgentMemory, SessionStateError
 from .config import Settings, load_settings, resolve_home
 from .curated import (
@@ -33,7 +35,6 @@ from .llm import (
     ChatResponse,
     LLMError,
     LLMNotConfigured,
-    OpenAICompatibleLLM,
     ScriptedLLM,
     ScriptedToolCall,
     ToolCall,
@@ -59,6 +60,19 @@ from .safety import (
 from .tools.memory import MEMORY_TOOL_SCHEMA, handle_memory_call
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from .llm import OpenAICompatibleLLM
+
+
+def __getattr__(name: str) -> Any:
+    # Resolved on first use: the openai package takes most of a second to import.
+    if name == "OpenAICompatibleLLM":
+        from .llm import OpenAICompatibleLLM
+
+        return OpenAICompatibleLLM
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "DEFAULT_MEMORY_CHAR_LIMIT",

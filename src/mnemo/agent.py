@@ -26,6 +26,7 @@ from typing import Any
 
 from .config import Settings, load_settings
 from .curated import MemoryStore
+from .embeddings import named_embedder
 from .errors import InvalidArgument, MnemoError
 from .providers import ArchiveProvider, GraphProvider, MemoryProvider, ProviderRegistry
 from .safety import build_memory_context_block, inject_memory_context, scan
@@ -91,11 +92,19 @@ class AgentMemory:
         return memory
 
     def _builtin_providers(self) -> list[MemoryProvider]:
+        # One model per name, shared by the archive and the graph: it is loaded once, on first use.
+        models = {name: named_embedder(name) for name in {self.settings.archive_embedder, self.settings.graph_embedder}}
         builtin: list[MemoryProvider] = []
         if self.settings.archive_enabled:
-            builtin.append(ArchiveProvider(self.settings.state_db))
+            builtin.append(ArchiveProvider(self.settings.state_db, embedder=models[self.settings.archive_embedder]))
         if self.settings.graph_enabled:
-            builtin.append(GraphProvider.from_settings(self.settings, frozen_entries=self._frozen_entries))
+            builtin.append(
+                GraphProvider.from_settings(
+                    self.settings,
+                    frozen_entries=self._frozen_entries,
+                    embedder=models[self.settings.graph_embedder],
+                )
+            )
         return builtin
 
     # -- session ------------------------------------------------------------------------------

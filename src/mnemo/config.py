@@ -55,8 +55,10 @@ class Settings(BaseModel):
     archive_enabled: bool = True
     graph_enabled: bool = True
     graph_context_chars: int = Field(1500, ge=0)
-    # "minilm": local all-MiniLM-L6-v2 vectors beside full text; "none": full text and edges only
+    # "minilm": local all-MiniLM-L6-v2 vectors beside full text; "none": full text (and edges) only.
+    # The archive defaults to none: every message would need a vector, held in memory to search.
     graph_embedder: Literal["minilm", "none"] = "minilm"
+    archive_embedder: Literal["minilm", "none"] = "none"
 
     # optional LLM (OpenAI-compatible chat completions); never called unless configured and asked for
     llm_base_url: str | None = None

@@ -8,7 +8,6 @@ import uuid
 
 from ..agent import AgentMemory
 from ..config import load_settings
-from ..llm import OpenAICompatibleLLM
 from ..loop import Conversation, ToolEvent
 
 
@@ -27,6 +26,10 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
 
 
 def _chat(args: argparse.Namespace) -> int:
+    from ..llm import (
+        OpenAICompatibleLLM,  # here: importing openai costs most of a second
+    )
+
     settings = load_settings(args.home, llm_base_url=args.base_url, llm_model=args.model)
     llm = OpenAICompatibleLLM.from_settings(settings)
     session = args.session or f"chat-{uuid.uuid4().hex[:12]}"

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import load_settings
+from ..embeddings import named_embedder
 from ..errors import InvalidArgument
 from ..graph.store import MemoryGraph
 from ..graph.transfer import export_json, export_markdown, import_json
@@ -17,7 +18,11 @@ from ._output import CliError, lines, print_json, print_table
 
 def _graph(args: argparse.Namespace) -> MemoryGraph:
     settings = load_settings(args.home)
-    return MemoryGraph(settings.state_db, scope=Scope(args.user or "", args.agent or "", args.channel or ""))
+    return MemoryGraph(
+        settings.state_db,
+        scope=Scope(args.user or "", args.agent or "", args.channel or ""),
+        embedder=named_embedder(settings.graph_embedder),
+    )
 
 
 def _parse_link(text: str) -> tuple[str, str, float]:

@@ -10,11 +10,13 @@ from ..archive import SessionArchive
 from ..archive.importer import import_jsonl
 from ..archive.records import iso
 from ..config import load_settings
+from ..embeddings import named_embedder
 from ._output import CliError, lines, print_json, print_table, progress
 
 
 def _archive(args: argparse.Namespace) -> SessionArchive:
-    return SessionArchive(load_settings(args.home).state_db)
+    settings = load_settings(args.home)
+    return SessionArchive(settings.state_db, embedder=named_embedder(settings.archive_embedder))
 
 
 def _short(text: str, width: int = 100) -> str:

@@ -7,5 +7,18 @@ exact :class:`VectorIndex` the stores feed with the vectors they persist.
 from mnemo.embeddings.index import BruteForceIndex, VectorIndex
 from mnemo.embeddings.minilm import MiniLMEmbedder
 from mnemo.embeddings.protocol import Embedder
+from mnemo.errors import InvalidArgument
 
-__all__ = ["BruteForceIndex", "Embedder", "MiniLMEmbedder", "VectorIndex"]
+EMBEDDER_NAMES = ("minilm", "none")
+
+
+def named_embedder(name: str) -> Embedder | None:
+    """The embedder a setting names: ``"minilm"`` (local, loaded on first use) or ``"none"``."""
+    if name == "minilm":
+        return MiniLMEmbedder()
+    if name == "none":
+        return None
+    raise InvalidArgument("embedder", f"must be one of {', '.join(EMBEDDER_NAMES)}, got {name!r}")
+
+
+__all__ = ["EMBEDDER_NAMES", "BruteForceIndex", "Embedder", "MiniLMEmbedder", "VectorIndex", "named_embedder"]

@@ -8,7 +8,7 @@ import os
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..archive.store import SessionArchive
 from ..errors import MnemoError
@@ -17,6 +17,9 @@ from ..llm import LLM
 # The module, not its names: the tool imports the archive, so either may be imported first.
 from ..tools import session_search as _tool
 from ..tools._json import failure
+
+if TYPE_CHECKING:
+    from ..embeddings.protocol import Embedder
 
 log = logging.getLogger("mnemo.archive")
 
@@ -30,6 +33,9 @@ class ArchiveProvider:
     which case the archive is opened in :meth:`initialize` (at that path, else ``config["state_db"]``,
     else the home's ``state.db``) and closed by :meth:`shutdown`.
 
+    With an ``embedder``, searches add a vector channel; new messages are embedded after each turn,
+    on the provider's background thread.
+
     Search summaries are off by default: pass a ``summarizer`` model, or set ``summarize = true`` in
     the provider's config to use the model configured in mnemo's settings (``llm_base_url``,
     ``llm_model``); the raw messages are returned either way.
@@ -41,10 +47,12 @@ class ArchiveProvider:
         *,
         path: str | os.PathLike[str] | None = None,
         summarizer: LLM | None = None,
+        embedder: Embedder | None = None,
     ) -> None:
         if isinstance(archive, (str, os.PathLike)):
             archive, path = None, archive
         self._summarizer = summarizer
+        self._embedder = embedder
         self._owned_summarizer: Any = None  # a client built from settings here, closed at shutdown
         self._archive = archive
         self._owned = archive is None
@@ -98,7 +106,7 @@ class ArchiveProvider:
                     from ..config import load_settings
 
                     path = load_settings(config.get("home")).state_db
-                self._archive = SessionArchive(path)
+                self._archive = SessionArchive(path, embedder=self._embedder)
                 self._owned = True
             self._archive.start_session(
                 session_key,
@@ -148,18 +156,19 @@ class ArchiveProvider:
 
     def on_turn_complete(self, user_message: Any, assistant_response: Any) -> None:
         """Record the turn's user message and assistant reply, unless :meth:`record_messages` already
-        archived the whole turn."""
+        archived the whole turn; then embed what is new, so searches never wait for it."""
         if self._archive is None or self._session_id is None or self._archive.closed:
             return
         with self._lock:
             key = (str(user_message), str(assistant_response))
-            if key in self._recorded_turns:
-                self._recorded_turns.discard(key)
-                return
-        self._archive.append_many(
-            self._session_id,
-            [{"role": "user", "content": user_message}, {"role": "assistant", "content": assistant_response}],
-        )
+            recorded = key in self._recorded_turns
+            self._recorded_turns.discard(key)
+        if not recorded:
+            self._archive.append_many(
+                self._session_id,
+                [{"role": "user", "content": user_message}, {"role": "assistant", "content": assistant_response}],
+            )
+        self._archive.embed_pending()
 
     def on_memory_write(self, action: str, target: str, content: str, old_text: str | None = None) -> None:
         """Curated writes are not the archive's concern."""

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..embeddings import named_embedder
 from ..errors import ConfigError, MnemoError
 from ..graph.migrate_curated import TARGET_TYPES, curated_source, import_curated
 from ..graph.store import MemoryGraph
@@ -79,10 +80,8 @@ class GraphProvider:
         :meth:`initialize` (after the curated snapshot is frozen). Without an ``embedder``, the one named by
         ``settings.graph_embedder`` is used. The per-provider config passed to :meth:`initialize` still
         overrides all of these."""
-        if embedder is None and settings.graph_embedder == "minilm":
-            from ..embeddings import MiniLMEmbedder
-
-            embedder = MiniLMEmbedder()
+        if embedder is None:
+            embedder = named_embedder(settings.graph_embedder)
         provider = cls(embedder=embedder, context_chars=settings.graph_context_chars)
         provider._defaults = {"state_db": str(settings.state_db), "memories_dir": str(settings.memories_dir)}
         if callable(frozen_entries):
