@@ -29,12 +29,13 @@ import statistics
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from mnemo.archive import SessionArchive  # noqa: E402
+from mnemo.embeddings import EMBEDDER_NAMES, named_embedder  # noqa: E402
 from mnemo.retrieval import meaningful_terms, or_query  # noqa: E402
 
 # -- synthetic conversations -----------------------------------------------------------------------
@@ -196,7 +197,7 @@ def _locomo_time(text: str | None) -> float | None:
         return None
     for fmt in ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y"):
         try:
-            return datetime.strptime(text.strip(), fmt).replace(tzinfo=timezone.utc).timestamp()
+            return datetime.strptime(text.strip(), fmt).replace(tzinfo=UTC).timestamp()
         except ValueError:
             continue
     return None
@@ -258,13 +259,13 @@ class _Scores:
         return out
 
 
-def bench_locomo(path: Path, workdir: Path) -> dict:
+def bench_locomo(path: Path, workdir: Path, embedder: str = "none") -> dict:
     samples = json.loads(path.read_text(encoding="utf-8"))
     ours, baseline = _Scores(), _Scores()
     for number, sample in enumerate(samples):
         conversation = sample.get("conversation", {})
         speaker_a = conversation.get("speaker_a")
-        archive = SessionArchive(workdir / f"locomo-{number}.db")
+        archive = SessionArchive(workdir / f"locomo-{number}.db", embedder=named_embedder(embedder))
         plain = sqlite3.connect(":memory:")
         plain.execute("CREATE VIRTUAL TABLE turns USING fts5(text, dia_id UNINDEXED, tokenize='porter unicode61')")
         message_dia: dict[int, str] = {}
@@ -322,11 +323,13 @@ def main() -> int:
     parser.add_argument("--full", action="store_true", help="shorthand for --sizes 10000 100000 1000000")
     parser.add_argument("--session-length", type=int, default=50)
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--embedder", choices=EMBEDDER_NAMES, default="none",
+                        help="the archive's vector channel for --locomo (as the archive_embedder setting)")
     parser.add_argument("--workdir", type=Path, help="where to put the databases (default: a temporary directory)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
         if args.locomo:
-            result = bench_locomo(args.locomo, Path(tmp))
+            result = bench_locomo(args.locomo, Path(tmp), args.embedder)
             print(json.dumps(result))
             return 0
         sizes = [10_000, 100_000, 1_000_000] if args.full else args.sizes

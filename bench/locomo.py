@@ -31,7 +31,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from archive import _evidence, _Scores, _session_of, _sessions, _table, _turn_text  # noqa: E402
-
 from mnemo.graph import MemoryGraph  # noqa: E402
 from mnemo.graph.errors import BlockedContent  # noqa: E402
 from mnemo.graph.types import Scope  # noqa: E402

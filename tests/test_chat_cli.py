@@ -2,9 +2,8 @@
 
 import io
 
-from support.openai_server import OpenAIServer, Reply
-
 from mnemo.cli import main
+from support.openai_server import OpenAIServer, Reply
 
 
 def test_chat_saves_memory_through_tool_calls_and_ends_on_eof(tmp_path, monkeypatch, capsys):

@@ -7,12 +7,12 @@ import asyncio
 import json
 
 import pytest
-from support.openai_server import OpenAIServer, Reply
 
 from mnemo import AgentMemory, Conversation, OpenAICompatibleLLM, ScriptedLLM, ScriptedToolCall
 from mnemo.loop import ToolLoopExceeded
 from mnemo.providers import BaseProvider
 from mnemo.safety import MEMORY_CONTEXT_TAG
+from support.openai_server import OpenAIServer, Reply
 
 
 class Recaller(BaseProvider):

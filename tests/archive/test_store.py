@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -142,7 +142,7 @@ def test_date_range_filter(archive):
         {"role": "user", "content": "backup ran", "timestamp": "2026-01-05T10:00:00Z"},
         {"role": "user", "content": "backup failed", "timestamp": "2026-03-05T10:00:00Z"},
     ])
-    hits = archive.search_messages("backup", since="2026-02-01", until=datetime(2026, 4, 1, tzinfo=timezone.utc))
+    hits = archive.search_messages("backup", since="2026-02-01", until=datetime(2026, 4, 1, tzinfo=UTC))
     assert [h.message.text for h in hits] == ["backup failed"]
 
 

@@ -231,7 +231,7 @@ def test_shutdown_closes_a_graph_it_opened(tmp_path):
     provider.shutdown()
     provider.shutdown()
     with pytest.raises(Exception, match="not initialized"):
-        provider.graph
+        provider.graph  # noqa: B018 - the property access is what raises
 
 
 def test_config_scope_confines_the_provider(tmp_path):

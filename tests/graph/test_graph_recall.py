@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
-from mnemo.graph import MemoryGraph
 from mnemo._db import connect
+from mnemo.graph import MemoryGraph
 from mnemo.graph.recall import match_expression, score
 
 from ._support import ConceptEmbedder
@@ -61,11 +61,11 @@ def test_recall_filters_by_type(graph):
 
 
 def test_recall_filters_by_time_range(graph, clock):
-    clock.now = datetime(2024, 1, 10, tzinfo=timezone.utc).timestamp()
+    clock.now = datetime(2024, 1, 10, tzinfo=UTC).timestamp()
     graph.remember("Sprint review went well", "event")
-    clock.now = datetime(2024, 3, 10, tzinfo=timezone.utc).timestamp()
+    clock.now = datetime(2024, 3, 10, tzinfo=UTC).timestamp()
     march = graph.remember("Sprint review was cancelled", "event")
-    clock.now = datetime(2024, 5, 10, tzinfo=timezone.utc).timestamp()
+    clock.now = datetime(2024, 5, 10, tzinfo=UTC).timestamp()
     graph.remember("Sprint review moved online", "event")
     found = graph.recall("sprint review", since="2024-03-01", until="2024-03-31")
     assert [r.memory.id for r in found] == [march.id]

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from graph._support import Clock, ConceptEmbedder
-
 from mnemo.archive import SessionArchive
 from mnemo.graph import MemoryGraph
 from mnemo.graph.types import Scope
@@ -37,10 +36,10 @@ def test_recall_never_crosses_scopes(tmp_path):
 
 
 def test_type_and_time_filters_apply_to_fused_results(tmp_path):
-    clock = Clock(datetime(2024, 1, 1, tzinfo=timezone.utc).timestamp())
+    clock = Clock(datetime(2024, 1, 1, tzinfo=UTC).timestamp())
     with MemoryGraph(tmp_path / "state.db", clock=clock, embedder=ConceptEmbedder()) as graph:
         graph.remember("Coffee with the team every Monday", "event", source="s")
-        clock.now = datetime(2024, 6, 1, tzinfo=timezone.utc).timestamp()
+        clock.now = datetime(2024, 6, 1, tzinfo=UTC).timestamp()
         wanted = graph.remember("Prefers espresso over latte", "preference", source="s")
         graph.remember("Coffee machine repaired", "event", source="s")
         found = graph.recall("coffee", types=["preference"], since="2024-05-01")

@@ -4,46 +4,17 @@ OpenAI/Anthropic-style message dict becomes a row without losing anything."""
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Any
 
+from .._time import iso, to_timestamp
 from ..errors import InvalidArgument
 from ..retrieval import has_cjk
 
 # Keys with a column of their own; anything else a message carries is kept verbatim in ``extra``.
 _KNOWN_KEYS = frozenset({"role", "content", "tool_calls", "tool_call_id", "timestamp"})
 HIDDEN_SOURCES = frozenset({"subagent", "tool"})
-
-
-def to_timestamp(value: Any, field_name: str = "timestamp") -> float:
-    """Seconds since the epoch from a number, a :class:`datetime` or an ISO-8601 string (UTC if naive)."""
-    if isinstance(value, bool):
-        raise InvalidArgument(field_name, "must be a time, not a boolean")
-    if isinstance(value, (int, float)):
-        if not math.isfinite(value):
-            raise InvalidArgument(field_name, "must be a finite number of seconds")
-        return float(value)
-    if isinstance(value, str):
-        text = value.strip()
-        try:
-            value = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
-        except ValueError as exc:
-            raise InvalidArgument(field_name, f"{value!r} is not an ISO-8601 date or time") from exc
-    if isinstance(value, datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=timezone.utc)
-        return value.timestamp()
-    raise InvalidArgument(field_name, f"must be a number, datetime or ISO-8601 string, got {type(value).__name__}")
-
-
-def iso(timestamp: float | None) -> str | None:
-    """ISO-8601 UTC text for a stored timestamp."""
-    if timestamp is None:
-        return None
-    return datetime.fromtimestamp(timestamp, timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def _dumps(value: Any) -> str:

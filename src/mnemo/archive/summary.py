@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .._time import iso
 from ..llm import LLM
-from .records import SessionHits, iso
+from .records import SessionHits
 
 _SYSTEM = (
     "You summarise excerpts of an AI assistant's past conversations for that assistant. "

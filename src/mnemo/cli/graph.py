@@ -7,12 +7,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .._time import iso
 from ..config import load_settings
 from ..embeddings import named_embedder
 from ..errors import InvalidArgument
 from ..graph.store import MemoryGraph
 from ..graph.transfer import export_json, export_markdown, import_json
-from ..graph.types import MemoryType, Relation, Scope, iso
+from ..graph.types import MemoryType, Relation, Scope
 from ._output import CliError, lines, print_json, print_table
 
 

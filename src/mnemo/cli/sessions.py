@@ -6,9 +6,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from .._time import iso
 from ..archive import SessionArchive
 from ..archive.importer import import_jsonl
-from ..archive.records import iso
 from ..config import load_settings
 from ..embeddings import named_embedder
 from ._output import CliError, lines, print_json, print_table, progress

@@ -21,13 +21,13 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .. import _db
+from .._time import to_timestamp
 from ..embeddings.queries import PrefetchedEmbedder, QueryVectors
 from ..errors import InvalidArgument
 from ..safety.scan import scan
@@ -81,22 +81,8 @@ def _new_id() -> str:
 
 
 def parse_time(value: Any, field: str) -> float | None:
-    """A time filter as Unix seconds: a number, a ``datetime``, or an ISO 8601 date/time string."""
-    if value is None:
-        return None
-    if isinstance(value, datetime):
-        return value.timestamp()
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-        except ValueError:
-            raise InvalidArgument(field, f"not an ISO 8601 date or time: {value!r}") from None
-        if parsed.tzinfo is None:
-            parsed = parsed.replace(tzinfo=timezone.utc)
-        return parsed.timestamp()
-    raise InvalidArgument(field, f"must be an ISO 8601 date string, got {type(value).__name__}")
+    """A time filter as Unix seconds (None when not given): a number, a ``datetime`` or an ISO 8601 string."""
+    return None if value is None else to_timestamp(value, field)
 
 
 class MemoryGraph:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from enum import StrEnum
 from typing import Any
 
+from .._time import iso
 from ..errors import InvalidArgument
 
 
@@ -119,13 +119,6 @@ class Scope:
     def as_dict(self) -> dict[str, str]:
         """The three ids by name."""
         return {"user_id": self.user_id, "agent_id": self.agent_id, "channel_id": self.channel_id}
-
-
-def iso(timestamp: float | None) -> str | None:
-    """A Unix timestamp as an ISO 8601 UTC string (for people and exports)."""
-    if timestamp is None:
-        return None
-    return datetime.fromtimestamp(timestamp, tz=timezone.utc).isoformat(timespec="seconds")
 
 
 @dataclass(frozen=True, slots=True)

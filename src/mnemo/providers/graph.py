@@ -16,11 +16,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._time import iso
 from ..embeddings import named_embedder
 from ..errors import ConfigError, MnemoError
 from ..graph.migrate_curated import TARGET_TYPES, curated_source, import_curated
 from ..graph.store import MemoryGraph
-from ..graph.types import Memory, Scope, iso
+from ..graph.types import Memory, Scope
 from ..tools.graph import GRAPH_TOOL_NAMES, GRAPH_TOOL_SCHEMAS, handle_graph_call
 
 if TYPE_CHECKING:

@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .._time import iso
 from ..errors import InvalidArgument, MnemoError
 from ..graph.errors import BlockedContent
 from ..graph.store import MemoryGraph
-from ..graph.types import MemoryType, Relation, iso
+from ..graph.types import MemoryType, Relation
 from ._json import failure, parse_arguments, success
 
 MAX_RECALL_LIMIT = 50
