@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from _tables import print_table
 from mnemo.embeddings import BruteForceIndex, MiniLMEmbedder
 from mnemo.embeddings.wordpiece import WordPieceTokenizer
 
@@ -71,14 +72,7 @@ def main() -> None:
 
 
 def _table(title: str, columns: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
-    cells = [[_cell(v) for v in row] for row in rows]
-    widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(columns)]
-    print(title)
-    print("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)))
-    print("  ".join("-" * w for w in widths))
-    for row in cells:
-        print("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)))
-    print()
+    print_table(title, columns, rows, _cell)
 
 
 def _cell(value: object) -> str:
