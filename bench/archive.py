@@ -29,6 +29,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -219,6 +220,27 @@ def _sessions(conversation: dict) -> list[tuple[str, list[dict], float | None]]:
     return [(key, turns, when) for _, key, turns, when in sorted(found)]
 
 
+def _scored_questions(sample: dict) -> Iterator[tuple[int, list[str], str, dict]]:
+    """The questions LoCoMo is scored on (categories 1-4 with evidence): category, evidence, question, raw."""
+    for qa in sample.get("qa", []):
+        category, evidence = qa.get("category"), _evidence(qa)
+        if category in (1, 2, 3, 4) and evidence:
+            yield category, evidence, str(qa.get("question", "")), qa
+
+
+def _baseline(plain: sqlite3.Connection, question: str) -> tuple[list[str], list[str], float]:
+    """The data README's baseline: FTS5 OR of the question's meaningful terms, ranked by bm25.
+    Returns the top 10 turns, the sessions in rank order, and the query time in ms."""
+    expression = or_query(meaningful_terms(question))
+    t0 = time.perf_counter()
+    rows = plain.execute(
+        "SELECT dia_id FROM turns WHERE turns MATCH ? ORDER BY bm25(turns) LIMIT 200", (expression,)
+    ).fetchall() if expression else []  # fmt: skip
+    ms = (time.perf_counter() - t0) * 1000
+    ranked = [r[0] for r in rows]
+    return ranked[:10], list(dict.fromkeys(_session_of(d) for d in ranked)), ms
+
+
 def _evidence(qa: dict) -> list[str]:
     ids = []
     for item in qa.get("evidence") or []:
@@ -282,12 +304,7 @@ def bench_locomo(path: Path, workdir: Path, embedder: str = "none") -> dict:
             for mid, turn in zip(archive.append_many(sid, messages), turns):
                 message_dia[mid] = turn.get("dia_id")
             plain.executemany("INSERT INTO turns(text, dia_id) VALUES (?, ?)", [(_turn_text(t), t.get("dia_id")) for t in turns])
-        for qa in sample.get("qa", []):
-            category = qa.get("category")
-            evidence = _evidence(qa)
-            if category not in (1, 2, 3, 4) or not evidence:
-                continue
-            question = str(qa.get("question", ""))
+        for category, evidence, question, _ in _scored_questions(sample):
             t0 = time.perf_counter()
             hits = archive.search_messages(question, limit=10)
             ms = (time.perf_counter() - t0) * 1000
@@ -296,15 +313,7 @@ def bench_locomo(path: Path, workdir: Path, embedder: str = "none") -> dict:
             sessions = [session_label[g.root.id] for g in groups]
             ours.add(category, evidence, turns, sessions, ms)
 
-            fts = or_query(meaningful_terms(question))
-            t0 = time.perf_counter()
-            rows = plain.execute(
-                "SELECT dia_id FROM turns WHERE turns MATCH ? ORDER BY bm25(turns) LIMIT 200", (fts,)
-            ).fetchall() if fts else []
-            ms = (time.perf_counter() - t0) * 1000
-            ranked = [r[0] for r in rows]
-            sessions_plain = list(dict.fromkeys(_session_of(d) for d in ranked))
-            baseline.add(category, evidence, ranked[:10], sessions_plain, ms)
+            baseline.add(category, evidence, *_baseline(plain, question))
         archive.close()
         plain.close()
     ours_summary, base_summary = ours.summary(), baseline.summary()

@@ -30,11 +30,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from archive import _evidence, _Scores, _session_of, _sessions, _table, _turn_text  # noqa: E402
+from archive import _baseline, _scored_questions, _Scores, _session_of, _sessions, _table, _turn_text  # noqa: E402
 from mnemo.graph import MemoryGraph  # noqa: E402
 from mnemo.graph.errors import BlockedContent  # noqa: E402
 from mnemo.graph.types import Scope  # noqa: E402
-from mnemo.retrieval import meaningful_terms, or_query  # noqa: E402
 
 KEYS = ("turn_any@5", "turn_all@5", "turn_any@10", "turn_all@10", "session_all@5", "session_all@10",
         "multihop_turn_all@5", "questions", "query_ms_p50", "query_ms_p95")  # fmt: skip
@@ -115,12 +114,7 @@ def run(data: Path, workdir: Path, *, audit: Path | None, embed: bool) -> dict:
             view.flush()
             ingest_seconds += time.perf_counter() - started
             clock.now += 86_400  # questions are asked a day after the last session
-            for qa in sample.get("qa", []):
-                category = qa.get("category")
-                evidence = _evidence(qa)
-                if category not in (1, 2, 3, 4) or not evidence:
-                    continue
-                question = str(qa.get("question", ""))
+            for category, evidence, question, qa in _scored_questions(sample):
                 fixed = fixes.get((question.strip(), tuple(qa.get("evidence") or ())))
                 if fixed is not None:
                     evidence = fixed
@@ -130,15 +124,7 @@ def run(data: Path, workdir: Path, *, audit: Path | None, embed: bool) -> dict:
                 ms = (time.perf_counter() - t0) * 1000
                 turns = [dia_of[r.memory.id] for r in results if r.memory.id in dia_of]
                 ours.add(category, evidence, turns[:10], list(dict.fromkeys(_session_of(d) for d in turns)), ms)
-
-                expression = or_query(meaningful_terms(question))
-                t0 = time.perf_counter()
-                rows = plain.execute(
-                    "SELECT dia_id FROM turns WHERE turns MATCH ? ORDER BY bm25(turns) LIMIT 200", (expression,)
-                ).fetchall() if expression else []  # fmt: skip
-                ms = (time.perf_counter() - t0) * 1000
-                ranked = [r[0] for r in rows]
-                baseline.add(category, evidence, ranked[:10], list(dict.fromkeys(_session_of(d) for d in ranked)), ms)
+                baseline.add(category, evidence, *_baseline(plain, question))
             plain.close()
     mine, base = ours.summary(), baseline.summary()
     model = "MiniLM-L6 vectors" if embedder is not None else "no embedder"
