@@ -78,11 +78,6 @@ class Conversation:
         memory_blocks = memory.system_prompt()
         self._system = {"role": "system", "content": f"{instructions}\n\n{memory_blocks}".strip()}
 
-    @property
-    def system_message(self) -> dict[str, Any]:
-        """The system message sent on every call of this session (frozen)."""
-        return dict(self._system)
-
     def send(self, user_message: str) -> Turn:
         """Run one user turn to the model's final answer."""
         steps = self._turn(user_message)
