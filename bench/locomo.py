@@ -5,7 +5,8 @@
     python bench/locomo.py --data FILE --no-embedder        # full text and context only
 
 Every turn of every conversation becomes one graph memory (``"speaker: text [shares image: caption]"``,
-type ``event``, created at its session's date, ``source`` = the session), one scope per conversation.
+type ``event``, created at its session's date, ``source`` = the session, ``subject`` = the speaker), one
+scope per conversation.
 Every category 1-4 question with evidence is asked through ``MemoryGraph.recall``; a turn counts when its
 memory is in the top k, a session when its best turn ranks among the first k distinct sessions. The
 plain FTS5 OR-of-terms baseline (one document per turn, ``bm25()``) is computed in the same run.
@@ -96,12 +97,12 @@ def run(data: Path, workdir: Path, *, audit: Path | None, embed: bool) -> dict:
             for key, turns, when in _sessions(conversation):
                 for index, turn in enumerate(turns):
                     clock.now = (when or 0.0) + index  # keeps the turns of a session in order
-                    text = _turn_text(turn)
+                    text, speaker = _turn_text(turn), str(turn.get("speaker", ""))
                     try:
-                        memory = view.remember(text, "event", source=key)
+                        memory = view.remember(text, "event", source=key, subject=speaker)
                     except BlockedContent:
                         try:
-                            memory = view.remember(_visible(text), "event", source=key)
+                            memory = view.remember(_visible(text), "event", source=key, subject=speaker)
                             cleaned += 1
                         except BlockedContent:
                             skipped += 1

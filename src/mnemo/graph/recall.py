@@ -9,8 +9,10 @@ archive (:class:`mnemo.retrieval.Fusion`):
   set, and only vectors of that same model).
 
 Memories written from the same (non-empty) ``source`` form a context: a memory borrows relevance from the ones written
-just before and after it (by ``seq``) and from its source's best match, as turns of one conversation do.
-Then the ``graph`` channel: from the best seeds, one hop along each edge (either direction), scaled by the
+just before and after it (by ``seq``, more from a question just before it), from its source's best match, and from
+its source's full-text score with the whole source taken as one document, as turns of one conversation do. A query
+that names a memory's ``subject`` (a speaker, a person) puts that memory first among equals. Then the ``graph``
+channel: from the best seeds, one hop along each edge (either direction), scaled by the
 relation's multiplier and the edge weight. A seed that is an old version passes its relevance up the
 ``updates`` edge to its successor, which is how recall comes to prefer the newest version. Importance and
 recency come last, as a bounded prior.
@@ -19,6 +21,7 @@ recency come last, as a bounded prior.
 from __future__ import annotations
 
 import math
+import re
 import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -26,9 +29,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..retrieval.fusion import FTS, VECTOR, Fusion, Placement, with_prior
-from ..retrieval.query import or_query, parse_query
-from .schema import SELECT_MEMORY, row_to_memory
+from ..retrieval.fusion import FTS, VECTOR, Fusion, Placement, asks_question, with_prior
+from ..retrieval.query import or_query, parse_query, term_phrases
+from .schema import SCOPE_CLAUSE, SELECT_MEMORY, row_to_memory, scope_params
 from .types import Memory, MemoryType, Relation, Scope
 from .vectors import VectorCache
 
@@ -87,25 +90,38 @@ COMMON_MATCHES = 5_000
 _COUNT_UP_TO = "SELECT count(*) FROM (SELECT 1 FROM graph_memories_fts WHERE graph_memories_fts MATCH ? LIMIT ?)"
 
 
+@dataclass(frozen=True, slots=True)
+class _TextQuery:
+    """What the full-text side of one recall runs: the FTS5 expression, and the terms (as FTS5 phrases)
+    rare enough to score whole sources by."""
+
+    expression: str
+    source_terms: tuple[str, ...] = ()
+
+
+def _text_query(query: str, conn: sqlite3.Connection | None = None) -> _TextQuery:
+    parsed = parse_query(query)
+    if parsed.explicit or not parsed.terms:
+        return _TextQuery(parsed.strict)
+    terms = list(parsed.terms)
+    if conn is None:
+        return _TextQuery(or_query(terms))
+    counts = {term: conn.execute(_COUNT_UP_TO, (or_query([term]), COMMON_MATCHES)).fetchone()[0] for term in terms}
+    rare = [term for term in terms if counts[term] < COMMON_MATCHES]
+    return _TextQuery(or_query(rare or terms), tuple(term_phrases(rare)))
+
+
 def match_expression(query: str, conn: sqlite3.Connection | None = None) -> str:
     """The FTS5 expression recall runs for ``query``: operators the user typed are kept, otherwise a ranked
     OR of the meaningful terms (every word need not appear in a memory for it to be relevant), less the
     words too common to help when ``conn`` is given to count them."""
-    parsed = parse_query(query)
-    if parsed.explicit or not parsed.terms:
-        return parsed.strict
-    terms = list(parsed.terms)
-    if conn is not None and len(terms) > 1:
-        counts = {term: conn.execute(_COUNT_UP_TO, (or_query([term]), COMMON_MATCHES)).fetchone()[0] for term in terms}
-        terms = [term for term in terms if counts[term] < COMMON_MATCHES] or terms
-    return or_query(terms)
+    return _text_query(query, conn).expression
 
 
 def _fts_candidates(
-    conn: sqlite3.Connection, scope: Scope, query: str, alive: str, count: int
+    conn: sqlite3.Connection, scope: Scope, expression: str, alive: str, count: int
 ) -> dict[str, float]:
     """Raw bm25 per candidate, larger is better."""
-    expression = match_expression(query, conn)
     if not expression:
         return {}
     rows = conn.execute(
@@ -141,17 +157,71 @@ def _vector_candidates(
     return {row[0]: hits[row[0]] for row in alive}
 
 
-def _placements(conn: sqlite3.Connection, ids: list[str]) -> dict[str, Placement]:
-    """Each candidate's context: memories of one source, in write order."""
+def _placements(conn: sqlite3.Connection, ids: list[str], named: frozenset[str]) -> tuple[dict[str, Placement], set[str]]:
+    """Each candidate's context (memories of one source, in write order), and the candidates whose subject
+    is one of ``named``."""
     found: dict[str, Placement] = {}
+    focus: set[str] = set()
     for start in range(0, len(ids), 500):  # stay under SQLite's bound-parameter limit
         chunk = ids[start : start + 500]
         rows = conn.execute(
-            f"SELECT id, source, seq FROM graph_memories WHERE id IN ({', '.join('?' * len(chunk))})", chunk
+            f"SELECT id, source, seq, subject, content FROM graph_memories WHERE id IN ({', '.join('?' * len(chunk))})",
+            chunk,
         ).fetchall()
         # A memory without a source has no known context: it stands alone.
-        found.update({row[0]: Placement(row[1], row[2]) for row in rows if row[1]})
-    return found
+        found.update({row[0]: Placement(row[1], row[2], asks_question(row[4])) for row in rows if row[1]})
+        focus.update(row[0] for row in rows if row[3] in named)
+    return found, focus
+
+
+# Okapi BM25 constants for scoring a whole source as one document (FTS5's own are the same).
+SOURCE_K1 = 1.2
+SOURCE_B = 0.75
+_TALLIES = f"SELECT value, memories FROM graph_tallies WHERE {SCOPE_CLAUSE.replace('m.', '')} AND field = ?"
+
+
+def _source_text(conn: sqlite3.Connection, scope: Scope, phrases: tuple[str, ...], alive: str) -> dict[str, float]:
+    """BM25 of each source taken as one document, from how many of its memories hold each term (a
+    source is as long as its memory count). Only terms rarer than ``COMMON_MATCHES`` are counted, so
+    the cost stays bounded whatever the store's size."""
+    if not phrases:
+        return {}
+    sizes = dict(conn.execute(_TALLIES, (*scope_params(scope), "source")).fetchall())
+    if len(sizes) < 2:
+        return {}  # one source: nothing to tell apart
+    average = sum(sizes.values()) / len(sizes)
+    scores: dict[str, float] = {}
+    for phrase in phrases:
+        rows = conn.execute(
+            "SELECT m.source, count(*) FROM graph_memories_fts JOIN graph_memories m ON m.seq = graph_memories_fts.rowid"
+            f" WHERE graph_memories_fts MATCH ? AND {SCOPE_CLAUSE} AND m.source != ''{alive} GROUP BY m.source",
+            (phrase, *scope_params(scope)),
+        ).fetchall()
+        idf = math.log(1.0 + (len(sizes) - len(rows) + 0.5) / (len(rows) + 0.5))
+        for source, hits in rows:
+            norm = SOURCE_K1 * (1.0 - SOURCE_B + SOURCE_B * sizes.get(source, hits) / average)
+            scores[source] = scores.get(source, 0.0) + idf * hits * (SOURCE_K1 + 1.0) / (hits + norm)
+    return scores
+
+
+_WORDS = re.compile(r"\w+")
+
+
+def named_subjects(conn: sqlite3.Connection, scope: Scope, query: str) -> frozenset[str]:
+    """The subjects of this scope's memories that ``query`` names, as whole words, ignoring case."""
+    folded = query.casefold()
+    words = set(_WORDS.findall(folded))
+    named = set()
+    for (subject,) in conn.execute(
+        f"SELECT value FROM graph_tallies WHERE {SCOPE_CLAUSE.replace('m.', '')} AND field = 'subject'",
+        scope_params(scope),
+    ):
+        name = subject.casefold()
+        first = _WORDS.search(name)
+        # Cheap test first: most subjects share no word with the query.
+        if first is not None and first.group() in words and re.search(rf"(?<!\w){re.escape(name)}(?!\w)", folded):
+            named.add(subject)
+    return frozenset(named)
 
 
 def _expand(
@@ -199,12 +269,15 @@ def search(
     alive = "" if include_forgotten else " AND m.forgotten = 0"
     # Filters apply to results, not seeds: an old version or an off-type memory can still lead to a match.
     pool = max(limit * 5, 100)
-    raw: dict[str, dict[str, float]] = {FTS: _fts_candidates(conn, scope, query, alive, pool)}
+    text = _text_query(query, conn)
+    raw: dict[str, dict[str, float]] = {FTS: _fts_candidates(conn, scope, text.expression, alive, pool)}
     if embedder is not None:
         raw[VECTOR] = _vector_candidates(conn, scope, query, embedder, vectors, include_forgotten, pool)
     normalised = fusion.normalise(raw)
     ids = list({key for values in normalised.values() for key in values})
-    base = fusion.relevance(normalised, _placements(conn, ids))
+    placements, focus = _placements(conn, ids, named_subjects(conn, scope, query))
+    group_text = _source_text(conn, scope, text.source_terms, alive) if placements else {}
+    base = fusion.relevance(normalised, placements, group_text=group_text, focus=focus)
     seeds = dict(sorted(base.items(), key=lambda kv: kv[1], reverse=True)[:SEEDS])
     graph = _expand(conn, seeds, alive)
 

@@ -74,7 +74,56 @@ CREATE TABLE graph_meta (
 );
 """
 
-MIGRATIONS: tuple[_db.Migration, ...] = (_V1,)
+# Version 2: who a memory is about (``subject``, e.g. the speaker of a chat turn), and a tally of memories per
+# source and per subject in each scope, kept by triggers. Recall reads the tally to score a source as one
+# document (its size, how many sources there are) and to know which subjects a query can name, without
+# scanning the memories.
+_V2 = """
+ALTER TABLE graph_memories ADD COLUMN subject TEXT NOT NULL DEFAULT '';
+
+CREATE TABLE graph_tallies (
+    user_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    channel_id TEXT NOT NULL,
+    field TEXT NOT NULL CHECK (field IN ('source', 'subject')),
+    value TEXT NOT NULL,
+    memories INTEGER NOT NULL,
+    PRIMARY KEY (user_id, agent_id, channel_id, field, value)
+) WITHOUT ROWID;
+INSERT INTO graph_tallies (user_id, agent_id, channel_id, field, value, memories)
+    SELECT user_id, agent_id, channel_id, 'source', source, count(*) FROM graph_memories WHERE source != ''
+    GROUP BY user_id, agent_id, channel_id, source;
+
+CREATE TRIGGER graph_tallies_insert AFTER INSERT ON graph_memories BEGIN
+    INSERT INTO graph_tallies (user_id, agent_id, channel_id, field, value, memories)
+        SELECT new.user_id, new.agent_id, new.channel_id, 'source', new.source, 1 WHERE new.source != ''
+        ON CONFLICT DO UPDATE SET memories = memories + 1;
+    INSERT INTO graph_tallies (user_id, agent_id, channel_id, field, value, memories)
+        SELECT new.user_id, new.agent_id, new.channel_id, 'subject', new.subject, 1 WHERE new.subject != ''
+        ON CONFLICT DO UPDATE SET memories = memories + 1;
+END;
+CREATE TRIGGER graph_tallies_delete AFTER DELETE ON graph_memories BEGIN
+    UPDATE graph_tallies SET memories = memories - 1
+        WHERE user_id = old.user_id AND agent_id = old.agent_id AND channel_id = old.channel_id
+        AND ((field = 'source' AND value = old.source) OR (field = 'subject' AND value = old.subject));
+    DELETE FROM graph_tallies WHERE memories <= 0;
+END;
+CREATE TRIGGER graph_tallies_update AFTER UPDATE OF source, subject, user_id, agent_id, channel_id
+ON graph_memories BEGIN
+    UPDATE graph_tallies SET memories = memories - 1
+        WHERE user_id = old.user_id AND agent_id = old.agent_id AND channel_id = old.channel_id
+        AND ((field = 'source' AND value = old.source) OR (field = 'subject' AND value = old.subject));
+    DELETE FROM graph_tallies WHERE memories <= 0;
+    INSERT INTO graph_tallies (user_id, agent_id, channel_id, field, value, memories)
+        SELECT new.user_id, new.agent_id, new.channel_id, 'source', new.source, 1 WHERE new.source != ''
+        ON CONFLICT DO UPDATE SET memories = memories + 1;
+    INSERT INTO graph_tallies (user_id, agent_id, channel_id, field, value, memories)
+        SELECT new.user_id, new.agent_id, new.channel_id, 'subject', new.subject, 1 WHERE new.subject != ''
+        ON CONFLICT DO UPDATE SET memories = memories + 1;
+END;
+"""
+
+MIGRATIONS: tuple[_db.Migration, ...] = (_V1, _V2)
 
 
 def ensure_schema(conn: sqlite3.Connection) -> int:
@@ -84,7 +133,7 @@ def ensure_schema(conn: sqlite3.Connection) -> int:
 
 _COLUMNS = (
     "m.id, m.content, m.type, m.importance, m.created_at, m.updated_at, m.last_accessed_at,"
-    " m.access_count, m.source, m.user_id, m.agent_id, m.channel_id, m.forgotten"
+    " m.access_count, m.source, m.subject, m.user_id, m.agent_id, m.channel_id, m.forgotten"
 )
 # Newest superseding version first, so a branch in the chain resolves to the latest write.
 _SUPERSEDED_BY = (
@@ -113,6 +162,7 @@ def row_to_memory(row: sqlite3.Row) -> Memory:
         last_accessed_at=row["last_accessed_at"],
         access_count=row["access_count"],
         source=row["source"],
+        subject=row["subject"],
         scope=Scope(row["user_id"], row["agent_id"], row["channel_id"]),
         forgotten=bool(row["forgotten"]),
         superseded_by=row["superseded_by"],

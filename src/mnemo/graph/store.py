@@ -17,12 +17,13 @@ import copy
 import sqlite3
 import threading
 import time
+import unicodedata
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -56,15 +57,27 @@ EMBED_PER_RECALL = 256
 EMBED_BATCH = 64
 # Vector hits searched ahead per recall; recall's own pool is smaller (a bigger request searches again).
 PREFETCH_HITS = 200
+MAX_SUBJECT_CHARS = 200
 _INSERT_MEMORY = (
-    "INSERT INTO graph_memories (id, content, type, importance, created_at, updated_at, source,"
-    " user_id, agent_id, channel_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "INSERT INTO graph_memories (id, content, type, importance, created_at, updated_at, source, subject,"
+    " user_id, agent_id, channel_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
-_ITEM_FIELDS = frozenset({"content", "memory_type", "importance", "source", "relations"})
+_ITEM_FIELDS = frozenset({"content", "memory_type", "importance", "source", "subject", "relations"})
 
 
 Link = tuple[str, "Relation | str"] | tuple[str, "Relation | str", float]
 """``(target_id, relation[, weight])``: an edge from a memory being written to an existing one."""
+
+
+class _Item(NamedTuple):
+    """A memory to write, checked."""
+
+    content: str
+    type: MemoryType
+    importance: float
+    source: str
+    subject: str
+    links: list[tuple[str, Relation, float]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +200,18 @@ class MemoryGraph:
         if not isinstance(value, str):
             raise InvalidArgument(field, f"must be a string, got {type(value).__name__}")
         return value
+
+    @staticmethod
+    def check_subject(value: Any, field: str = "subject") -> str:
+        """A subject as stored: a name on one line, surrounding space removed (empty for none)."""
+        if not isinstance(value, str):
+            raise InvalidArgument(field, f"must be a string, got {type(value).__name__}")
+        name = " ".join(value.split())
+        if len(name) > MAX_SUBJECT_CHARS:
+            raise InvalidArgument(field, f"is {len(name)} characters; the limit is {MAX_SUBJECT_CHARS}")
+        if any(unicodedata.category(ch) in ("Cc", "Cf") for ch in name):
+            raise InvalidArgument(field, "must not contain control or invisible format characters")
+        return name
 
     def _parse_links(self, links: Iterable[Link], prefix: str = "") -> list[tuple[str, Relation, float]]:
         parsed = []
@@ -347,12 +372,18 @@ class MemoryGraph:
         return row_to_memory(row)
 
     def _insert(
-        self, conn: sqlite3.Connection, content: str, memory_type: MemoryType, importance: float, source: str
+        self,
+        conn: sqlite3.Connection,
+        content: str,
+        memory_type: MemoryType,
+        importance: float,
+        source: str,
+        subject: str = "",
     ) -> str:
         memory_id, now = _new_id(), self._clock()
         conn.execute(
             _INSERT_MEMORY,
-            (memory_id, content, memory_type.value, importance, now, now, source, *scope_params(self.scope)),
+            (memory_id, content, memory_type.value, importance, now, now, source, subject, *scope_params(self.scope)),
         )
         return memory_id
 
@@ -387,13 +418,15 @@ class MemoryGraph:
         *,
         importance: float | None = None,
         source: str = "",
+        subject: str = "",
         relations: Iterable[Link] = (),
     ) -> Memory:
         """Store a new memory (importance defaults to its type's) with optional edges to existing ones.
 
-        An ``updates`` relation marks its target superseded, exactly as :meth:`replace` does.
+        ``subject`` names who the memory is about (see :class:`Memory`). An ``updates`` relation marks its
+        target superseded, exactly as :meth:`replace` does.
         """
-        item = self._check_item(content, memory_type, importance, source, relations, "")
+        item = self._check_item(content, memory_type, importance, source, subject, relations, "")
         with self._write() as conn:
             (memory,) = self._store_items(conn, [item], "")
         return memory
@@ -402,7 +435,7 @@ class MemoryGraph:
         """Store many memories in one transaction: all of them, or none if any is refused.
 
         Each item holds :meth:`remember`'s arguments by name (``content``, and optionally
-        ``memory_type``, ``importance``, ``source``, ``relations`` to memories that already exist).
+        ``memory_type``, ``importance``, ``source``, ``subject``, ``relations`` to memories that already exist).
         Everything is validated before anything is written; a refusal names the item, as in
         ``items[3].content``. One commit for the batch makes bulk ingest several times faster than a
         :meth:`remember` per memory; embedding stays deferred and batched, as for every write.
@@ -420,7 +453,7 @@ class MemoryGraph:
             checked.append(
                 self._check_item(
                     item["content"], item.get("memory_type", MemoryType.FACT), item.get("importance"),
-                    item.get("source", ""), item.get("relations", ()), prefix,
+                    item.get("source", ""), item.get("subject", ""), item.get("relations", ()), prefix,
                 )
             )  # fmt: skip
         if not checked:
@@ -429,38 +462,39 @@ class MemoryGraph:
             return self._store_items(conn, checked, "items")
 
     def _check_item(
-        self, content: Any, memory_type: Any, importance: Any, source: Any, relations: Any, prefix: str
-    ) -> tuple[str, MemoryType, float, str, list[tuple[str, Relation, float]]]:
+        self, content: Any, memory_type: Any, importance: Any, source: Any, subject: Any, relations: Any, prefix: str
+    ) -> _Item:
         text = self.check_content(content, f"{prefix}content")
         kind = parse_memory_type(memory_type, f"{prefix}memory_type" if prefix else "type")
         field = f"{prefix}importance"
         level = kind.default_importance if importance is None else parse_unit_interval(importance, field)
-        return text, kind, level, self._check_source(source, f"{prefix}source"), self._parse_links(relations, prefix)
+        return _Item(
+            text, kind, level, self._check_source(source, f"{prefix}source"),
+            self.check_subject(subject, f"{prefix}subject"), self._parse_links(relations, prefix),
+        )  # fmt: skip
 
-    def _store_items(
-        self,
-        conn: sqlite3.Connection,
-        items: Sequence[tuple[str, MemoryType, float, str, list[tuple[str, Relation, float]]]],
-        field: str,
-    ) -> list[Memory]:
+    def _store_items(self, conn: sqlite3.Connection, items: Sequence[_Item], field: str) -> list[Memory]:
         """Insert checked items inside the caller's write transaction (their edge targets must exist)
         and return them as stored, without reading them back: new memories are never superseded."""
-        for number, (_, _, _, _, links) in enumerate(items):
+        for number, item in enumerate(items):
             prefix = f"{field}[{number}]." if field else ""
-            for index, (target, _, _) in enumerate(links):
+            for index, (target, _, _) in enumerate(item.links):
                 self._require(conn, target, f"{prefix}relations[{index}].target")
         now = self._clock()
-        rows = [(_new_id(), text, kind.value, level, now, now, source) for text, kind, level, source, _ in items]
+        ids = [_new_id() for _ in items]
         conn.executemany(
             _INSERT_MEMORY,
-            [(*row, *scope_params(self.scope)) for row in rows],
+            [
+                (memory_id, i.content, i.type.value, i.importance, now, now, i.source, i.subject, *scope_params(self.scope))
+                for memory_id, i in zip(ids, items, strict=True)
+            ],
         )
-        for row, (_, _, _, _, links) in zip(rows, items, strict=True):
-            for target, relation, weight in links:
-                self._link(conn, row[0], target, relation, weight)
+        for memory_id, item in zip(ids, items, strict=True):
+            for target, relation, weight in item.links:
+                self._link(conn, memory_id, target, relation, weight)
         return [
-            Memory(row[0], text, kind, level, now, now, source=source, scope=self.scope)
-            for row, (text, kind, level, source, _) in zip(rows, items, strict=True)
+            Memory(memory_id, i.content, i.type, i.importance, now, now, source=i.source, subject=i.subject, scope=self.scope)
+            for memory_id, i in zip(ids, items, strict=True)
         ]
 
     def remember_once(self, key: str, items: Sequence[tuple[str, MemoryType, str]]) -> int | None:
@@ -487,15 +521,18 @@ class MemoryGraph:
         memory_type: MemoryType | str | None = None,
         importance: float | None = None,
         source: str | None = None,
+        subject: str | None = None,
     ) -> Memory:
         """Supersede ``old_id`` with a new memory linked to it by an ``updates`` edge; the old one stays
-        as history. Type, importance and source default to the old memory's."""
+        as history. Type, importance, source and subject default to the old memory's."""
         old_id = self._check_id(old_id, "id")
         text = self.check_content(content)
         kind = None if memory_type is None else parse_memory_type(memory_type)
         given_importance = None if importance is None else parse_unit_interval(importance, "importance")
         if source is not None:
             source = self._check_source(source)
+        if subject is not None:
+            subject = self.check_subject(subject)
         with self._write() as conn:
             old = self._require(conn, old_id, "id")
             if old.superseded_by is not None:
@@ -505,7 +542,10 @@ class MemoryGraph:
                 new_importance = given_importance
             else:
                 new_importance = old.importance if new_kind is old.type else new_kind.default_importance
-            memory_id = self._insert(conn, text, new_kind, new_importance, old.source if source is None else source)
+            memory_id = self._insert(
+                conn, text, new_kind, new_importance,
+                old.source if source is None else source, old.subject if subject is None else subject,
+            )  # fmt: skip
             self._link(conn, memory_id, old.id, Relation.UPDATES, 1.0)
         return self.get(memory_id)
 
@@ -587,14 +627,14 @@ class MemoryGraph:
                 ).fetchone()
                 values = (
                     memory.content, memory.type.value, memory.importance, memory.created_at, memory.updated_at,
-                    memory.last_accessed_at, memory.access_count, memory.source, *scope_params(memory.scope),
-                    int(memory.forgotten), memory.id,
+                    memory.last_accessed_at, memory.access_count, memory.source, memory.subject,
+                    *scope_params(memory.scope), int(memory.forgotten), memory.id,
                 )  # fmt: skip
                 if row is None:
                     conn.execute(
                         "INSERT INTO graph_memories (content, type, importance, created_at, updated_at, last_accessed_at,"
-                        " access_count, source, user_id, agent_id, channel_id, forgotten, id)"
-                        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        " access_count, source, subject, user_id, agent_id, channel_id, forgotten, id)"
+                        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         values,
                     )
                     added += 1
@@ -605,11 +645,11 @@ class MemoryGraph:
                     )
                 changed = conn.execute(
                     "UPDATE graph_memories SET content = ?, type = ?, importance = ?, created_at = ?, updated_at = ?,"
-                    " last_accessed_at = ?, access_count = ?, source = ?, user_id = ?, agent_id = ?, channel_id = ?,"
-                    " forgotten = ? WHERE id = ? AND NOT (type IS ? AND importance IS ? AND created_at IS ?"
-                    " AND updated_at IS ? AND last_accessed_at IS ? AND access_count IS ? AND source IS ?"
-                    " AND forgotten IS ?)",
-                    (*values, *values[1:8], values[11]),
+                    " last_accessed_at = ?, access_count = ?, source = ?, subject = ?, user_id = ?, agent_id = ?,"
+                    " channel_id = ?, forgotten = ? WHERE id = ? AND NOT (type IS ? AND importance IS ?"
+                    " AND created_at IS ? AND updated_at IS ? AND last_accessed_at IS ? AND access_count IS ?"
+                    " AND source IS ? AND subject IS ? AND forgotten IS ?)",
+                    (*values, *values[1:9], values[12]),
                 ).rowcount
                 updated += changed
             for index, edge in enumerate(associations):

@@ -1,7 +1,7 @@
 """Moving a memory graph in and out: readable Markdown, and JSON that imports back losslessly.
 
 The JSON export carries everything the store keeps about a memory (id, times as exact Unix seconds,
-access statistics, source, scope, forgotten flag) and every association, so :func:`import_json` can
+access statistics, source, subject, scope, forgotten flag) and every association, so :func:`import_json` can
 rebuild the same graph elsewhere; importing the same document twice changes nothing the second time.
 Vectors are not exported: they are derived data and are re-embedded by whichever model the importing
 store is configured with.
@@ -63,6 +63,7 @@ def _memory_record(memory: Memory) -> dict[str, Any]:
         "last_accessed_at": memory.last_accessed_at,
         "access_count": memory.access_count,
         "source": memory.source,
+        "subject": memory.subject,
         "scope": memory.scope.as_dict(),
         "forgotten": memory.forgotten,
     }
@@ -89,8 +90,9 @@ def export_markdown(graph: MemoryGraph, *, all_scopes: bool = False) -> str:
                 marks.append("forgotten")
             note = f" — _{', '.join(marks)}_" if marks else ""
             content = memory.content.replace("\n", "\n  ")
+            about = f" · about {memory.subject}" if memory.subject else ""
             lines.append(
-                f"- {content}{note}  \n  `{memory.id}` · {iso(memory.created_at)} · importance {memory.importance:g}"
+                f"- {content}{note}  \n  `{memory.id}` · {iso(memory.created_at)} · importance {memory.importance:g}{about}"
             )
         lines.append("")
     edges = graph.associations(all_scopes=all_scopes)
@@ -198,6 +200,7 @@ def _parse_memory(record: Any, where: str) -> Memory:
         last_accessed_at=_optional_float(_field(record, where, "last_accessed_at", number, optional=True)),
         access_count=access_count,
         source=_field(record, where, "source", str, optional=True) or "",
+        subject=MemoryGraph.check_subject(_field(record, where, "subject", str, optional=True) or "", f"{where}.subject"),
         scope=Scope(**scope_values),
         forgotten=bool(_field(record, where, "forgotten", bool, optional=True) or False),
     )

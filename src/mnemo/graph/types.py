@@ -123,7 +123,12 @@ class Scope:
 
 @dataclass(frozen=True, slots=True)
 class Memory:
-    """One memory as stored. Times are Unix seconds (UTC)."""
+    """One memory as stored. Times are Unix seconds (UTC).
+
+    ``source`` groups memories written from one place (a session, a file) in write order; ``subject``
+    names who the memory is about or whose words it holds (a speaker, ``"user"``), so a query that names
+    them finds their memories first.
+    """
 
     id: str
     content: str
@@ -137,6 +142,7 @@ class Memory:
     scope: Scope = field(default_factory=Scope)
     forgotten: bool = False
     superseded_by: str | None = None
+    subject: str = ""
 
     @property
     def superseded(self) -> bool:
@@ -155,6 +161,7 @@ class Memory:
             "last_accessed": iso(self.last_accessed_at),
             "access_count": self.access_count,
             "source": self.source,
+            "subject": self.subject,
             "scope": self.scope.as_dict(),
             "forgotten": self.forgotten,
             "superseded_by": self.superseded_by,
