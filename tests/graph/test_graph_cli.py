@@ -88,6 +88,8 @@ def test_scope_options_confine_every_command(run):
         (("graph", "add", "x", "--importance", "1.5"), "importance: must be between 0 and 1"),
         (("graph", "add", "x", "--relate", "nope:related_to"), "relations[0].target: no memory"),
         (("graph", "add", "x", "--relate", "justanid"), "--relate: expected ID:RELATION"),
+        (("graph", "add", "x", "--subject", "Caro\x07line"), "subject: must not contain control"),
+        (("graph", "add", "x", "--subject", "z" * 201), "subject: is 201 characters"),
         (("graph", "relate", "a", "b", "likes"), "relation: unknown relation"),
         (("graph", "forget", "missing"), "id: no memory with id"),
         (("graph", "import", "/nonexistent/file.json"), "cannot read"),
@@ -113,3 +115,40 @@ def test_an_invalid_utf8_import_file_is_refused(run, tmp_path):
     bad.write_bytes(b'{"format": "mnemo-graph", "x": "\xff"}')
     code, _, err = run("graph", "import", str(bad))
     assert code == 1 and "not valid UTF-8" in err
+
+
+def test_add_stores_the_subject_and_json_output_carries_it(run):
+    saved = _json(run, "graph", "add", "Went to a support group", "--subject", "Caroline")
+    assert saved["memory"]["subject"] == "Caroline"
+    [listed] = _json(run, "graph", "show")["memories"]
+    assert listed["subject"] == "Caroline"
+    [found] = _json(run, "graph", "recall", "support group")["results"]
+    assert found["subject"] == "Caroline"
+
+
+def test_add_says_who_the_memory_is_about(run):
+    code, out, _ = run("graph", "add", "Painted a sunset", "--subject", "Melanie")
+    assert code == 0 and out.rstrip().endswith("importance 0.6, about Melanie)")
+
+
+def test_replaces_keeps_the_old_subject_unless_given_a_new_one(run):
+    old = _json(run, "graph", "add", "Lives in Boston", "--subject", "Caroline")["memory"]["id"]
+    kept = _json(run, "graph", "add", "Lives in Denver", "--replaces", old)["memory"]
+    assert kept["subject"] == "Caroline"
+    changed = _json(run, "graph", "add", "Lives in Denver", "--replaces", kept["id"], "--subject", "Melanie")["memory"]
+    assert changed["subject"] == "Melanie"
+
+
+def test_show_and_recall_tables_have_a_subject_column_when_a_memory_has_a_subject(run):
+    run("graph", "add", "Went to a support group", "--subject", "Caroline")
+    run("graph", "add", "The support group meets on Sundays")
+    for argv in (("graph", "show"), ("graph", "recall", "support group")):
+        code, out, _ = run(*argv)
+        assert code == 0 and "subject" in out and "Caroline" in out
+
+
+def test_show_and_recall_tables_leave_the_subject_column_out_when_no_memory_has_one(run):
+    run("graph", "add", "The support group meets on Sundays")
+    for argv in (("graph", "show"), ("graph", "recall", "support group")):
+        code, out, _ = run(*argv)
+        assert code == 0 and "Sundays" in out and "subject" not in out

@@ -93,6 +93,10 @@ def test_recall_tool_filters_by_type_and_time(provider):
         ("remember", {"content": "x", "relations": [{"relation": "related_to"}]}, "relations[0].target"),
         ("remember", {"content": "x", "colour": "red"}, "colour"),
         ("remember", {"content": "y" * 5000}, "content"),
+        ("remember", {"content": "x", "subject": 7}, "subject"),
+        ("remember", {"content": "x", "subject": ["user"]}, "subject"),
+        ("remember", {"content": "x", "subject": "Caro\x07line"}, "subject"),
+        ("remember", {"content": "x", "subject": "z" * 201}, "subject"),
         ("relate", {"source": "a", "target": "b"}, "relation"),
         ("relate", {"source": "a", "target": "b", "relation": "related_to"}, "source"),
         ("relate", {"source": "KNOWN", "target": "b", "relation": "related_to"}, "target"),
@@ -283,3 +287,49 @@ def test_agent_memory_serves_the_graph_tools_and_context(tmp_path):
         assert saved["success"] is True
         prepared = memory.prepare_messages("what is my cat called?", [{"role": "user", "content": "what is my cat called?"}])
         assert "The user's cat is named Miso" in json.dumps(prepared)
+
+
+def test_the_remember_schema_describes_an_optional_subject(provider):
+    [schema] = [s for s in provider.capabilities()["tool_schemas"] if s["function"]["name"] == "remember"]
+    parameters = schema["function"]["parameters"]
+    assert parameters["properties"]["subject"]["type"] == "string"
+    assert "person" in parameters["properties"]["subject"]["description"]
+    assert "subject" not in parameters["required"]
+
+
+def test_remember_tool_stores_the_subject_and_recall_returns_it(provider):
+    saved = _call(provider, "remember", {"content": "Went to a support group", "type": "event", "subject": " Caroline "})
+    assert saved["success"] is True and saved["subject"] == "Caroline"
+    assert provider.graph.get(saved["id"]).subject == "Caroline"
+    [result] = _call(provider, "recall", {"query": "support group"})["results"]
+    assert result["subject"] == "Caroline"
+
+
+def test_remember_tool_treats_a_null_subject_as_none_given(provider):
+    saved = _call(provider, "remember", {"content": "The office closes at six", "subject": None})
+    assert saved["success"] is True and saved["subject"] == ""
+
+
+def test_recall_tool_results_leave_out_an_empty_subject(provider):
+    _call(provider, "remember", {"content": "The office closes at six"})
+    [result] = _call(provider, "recall", {"query": "office closes"})["results"]
+    assert "subject" not in result
+
+
+def test_enrich_turn_names_the_subject_after_the_date(provider):
+    provider.graph.remember("Went to a support group", "event", subject="Caroline")
+    text = provider.enrich_turn("Who went to the support group?", [])
+    assert text is not None
+    [line] = text.splitlines()
+    assert line.startswith("- [event · 20") and line.endswith(" · Caroline] Went to a support group")
+
+
+def test_enrich_turn_counts_the_subject_against_the_character_budget(tmp_path):
+    provider = GraphProvider(context_chars=150)
+    provider.initialize("s", {"home": str(tmp_path)})
+    for i in range(10):
+        provider.graph.remember(f"Deployment note {i}: the rollout needs approval", subject="Release Manager Team")
+    text = provider.enrich_turn("deployment rollout", [])
+    assert text is not None and len(text) <= 150
+    assert all("· Release Manager Team]" in line for line in text.splitlines())
+    provider.shutdown()

@@ -160,3 +160,45 @@ def test_markdown_groups_memories_by_type_in_importance_order(rich_graph):
 
 def test_markdown_of_an_empty_graph_says_so(graph):
     assert "_No memories yet._" in export_markdown(graph)
+
+
+def test_json_export_and_import_round_trip_the_subject(graph, tmp_path):
+    memory = graph.remember("Went to a support group", subject="Caroline")
+    exported = export_json(graph)
+    assert json.loads(exported)["memories"][0]["subject"] == "Caroline"
+    with MemoryGraph(tmp_path / "copy.db") as copy:
+        import_json(copy, exported)
+        assert copy.get(memory.id).subject == "Caroline"
+
+
+def test_an_older_export_without_subjects_imports_with_empty_ones(graph, tmp_path):
+    memory = graph.remember("Painted a sunset", subject="Melanie")
+    data = json.loads(export_json(graph))
+    del data["memories"][0]["subject"]
+    with MemoryGraph(tmp_path / "copy.db") as copy:
+        import_json(copy, data)
+        assert copy.get(memory.id).subject == ""
+
+
+@pytest.mark.parametrize(
+    ("subject", "problem"),
+    [(7, "wrong type"), (["Caroline"], "wrong type"), ("Caro\x1bline", "control"), ("x" * 201, "limit")],
+)
+def test_an_import_with_a_bad_subject_names_the_record_and_writes_nothing(graph, tmp_path, subject, problem):
+    graph.remember("Went to a support group", subject="Caroline")
+    graph.remember("Painted a sunset", subject="Melanie")
+    data = json.loads(export_json(graph))
+    data["memories"][1]["subject"] = subject
+    with MemoryGraph(tmp_path / "copy.db") as copy:
+        with pytest.raises(InvalidArgument, match=problem) as caught:
+            import_json(copy, data)
+        assert caught.value.field == "memories[1].subject"
+        assert count_rows(copy, "graph_memories") == 0
+
+
+def test_markdown_says_who_a_memory_is_about(graph):
+    graph.remember("Went to a support group", subject="Caroline")
+    graph.remember("A note on no one in particular")
+    lines = export_markdown(graph).splitlines()
+    assert any(line.endswith("· about Caroline") for line in lines)
+    assert sum("· about" in line for line in lines) == 1

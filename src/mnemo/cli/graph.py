@@ -40,18 +40,29 @@ def _parse_link(text: str) -> tuple[str, str, float]:
 def _add(args: argparse.Namespace) -> int:
     with _graph(args) as graph:
         if args.replaces:
-            memory = graph.replace(args.replaces, args.content, memory_type=args.type, importance=args.importance)
+            memory = graph.replace(
+                args.replaces, args.content, memory_type=args.type, importance=args.importance, subject=args.subject
+            )
         else:
             links = [_parse_link(link) for link in args.relate]
             memory = graph.remember(
                 args.content, args.type or MemoryType.FACT, importance=args.importance, source=args.source,
-                relations=links,
+                subject=args.subject or "", relations=links,
             )  # fmt: skip
         if args.json:
             print_json({"success": True, "memory": memory.as_dict(), "associations": [a.as_dict() for a in graph.associations(memory.id)]})
         else:
-            lines([f"saved {memory.id} ({memory.type.value}, importance {memory.importance:g})"])
+            about = f", about {memory.subject}" if memory.subject else ""
+            lines([f"saved {memory.id} ({memory.type.value}, importance {memory.importance:g}{about})"])
     return 0
+
+
+def _with_subject(rows: list[dict[str, Any]], columns: list[str]) -> list[str]:
+    """``columns`` with a subject column before the content, only when some row has a subject: most
+    memories have none, and an empty column costs width the content needs."""
+    if not any(row["subject"] for row in rows):
+        return columns
+    return [*columns[:-1], "subject", columns[-1]]
 
 
 def _recall(args: argparse.Namespace) -> int:
@@ -70,12 +81,13 @@ def _recall(args: argparse.Namespace) -> int:
             "date": (iso(r.memory.created_at) or "")[:10],
             "score": f"{r.score:.3f}",
             "found by": "+".join(sorted(r.channels)),
+            "subject": r.memory.subject,
             "content": r.memory.content,
         }
         for r in results
     ]
     if rows:
-        print_table(rows, ["id", "type", "date", "score", "found by", "content"])
+        print_table(rows, _with_subject(rows, ["id", "type", "date", "score", "found by", "content"]))
     else:
         lines(["no matching memories"])
     return 0
@@ -142,12 +154,13 @@ def _show(args: argparse.Namespace) -> int:
             "importance": f"{m.importance:g}",
             "created": (iso(m.created_at) or "")[:10],
             "state": "forgotten" if m.forgotten else ("superseded" if m.superseded else ""),
+            "subject": m.subject,
             "content": m.content,
         }
         for m in memories
     ]
     if rows:
-        print_table(rows, ["id", "type", "importance", "created", "state", "content"])
+        print_table(rows, _with_subject(rows, ["id", "type", "importance", "created", "state", "content"]))
     else:
         lines(["no memories"])
     return 0
@@ -210,6 +223,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     add.add_argument("--type", help=f"one of {types} (default fact)")
     add.add_argument("--importance", type=float, help="0..1 (default: by type)")
     add.add_argument("--source", default="cli", help="where it came from (default cli)")
+    add.add_argument("--subject", metavar="NAME", help="who it is about, e.g. user or a name (with --replaces: default the old one's)")
     add.add_argument("--relate", action="append", default=[], metavar="ID:RELATION[:WEIGHT]", help=f"edge to an existing memory ({relations})")
     add.add_argument("--replaces", metavar="ID", help="supersede this memory (adds an updates edge)")
     add.set_defaults(handler=_add)

@@ -1,6 +1,6 @@
 """The memory graph as a :class:`~mnemo.providers.MemoryProvider` named ``"graph"``.
 
-Per turn it adds the memories most relevant to the user's message (type, date, content) within a
+Per turn it adds the memories most relevant to the user's message (type, date, subject, content) within a
 character budget, leaving out whatever the frozen curated snapshot already shows. It declares the
 ``recall``, ``remember``, ``relate`` and ``forget`` tools, imports the curated files once on first use,
 and mirrors later curated writes (add -> new memory, replace -> new version with an ``updates`` edge,
@@ -226,5 +226,6 @@ class GraphProvider:
 
 def _context_line(memory: Memory) -> str:
     date = (iso(memory.created_at) or "")[:10]
+    about = f" · {memory.subject}" if memory.subject else ""
     content = " ".join(memory.content.split())
-    return f"- [{memory.type.value} · {date}] {content}"
+    return f"- [{memory.type.value} · {date}{about}] {content}"

@@ -64,6 +64,11 @@ REMEMBER_TOOL_SCHEMA = _schema(
         "content": {"type": "string", "description": "The memory, self-contained."},
         "type": {"type": "string", "enum": _TYPES, "description": "What kind of memory this is (default fact)."},
         "importance": {"type": "number", "minimum": 0, "maximum": 1, "description": "0..1; defaults by type."},
+        "subject": {
+            "type": "string",
+            "description": "Who the memory is about: 'user', or a person's name as it appears in conversation. "
+            "Recall ranks memories about someone a question names first.",
+        },
         "relations": {
             "type": "array",
             "description": "Edges from this new memory to existing memory ids. " + _RELATION_HELP,
@@ -161,6 +166,8 @@ def _recall(graph: MemoryGraph, args: dict[str, Any]) -> str:
             "score": round(result.score, 4),
             "found_by": sorted(result.channels),
         }
+        if memory.subject:
+            item["subject"] = memory.subject
         if memory.superseded_by:
             item["superseded_by"] = memory.superseded_by
         found.append(item)
@@ -185,12 +192,14 @@ def _remember(graph: MemoryGraph, args: dict[str, Any]) -> str:
                 raise InvalidArgument(f"relations[{index}].{name}", "is required")
         links.append((item["target"], item["relation"], item.get("weight", 1.0)))
     memory = graph.remember(
-        args["content"], args.get("type", MemoryType.FACT.value), importance=args.get("importance"), relations=links
-    )
+        args["content"], args.get("type", MemoryType.FACT.value), importance=args.get("importance"),
+        subject=_optional_string(args, "subject") or "", relations=links,
+    )  # fmt: skip
     edges = [a.as_dict() for a in graph.associations(memory.id)]
     return success(
-        id=memory.id, type=memory.type.value, importance=memory.importance, relations=edges, message="Memory saved."
-    )
+        id=memory.id, type=memory.type.value, importance=memory.importance, subject=memory.subject, relations=edges,
+        message="Memory saved.",
+    )  # fmt: skip
 
 
 def _relate(graph: MemoryGraph, args: dict[str, Any]) -> str:
