@@ -14,8 +14,10 @@ scope's memories the recall must never see). At each level it prints recall p50/
 
 Memories are synthetic but deterministic: templated sentences per memory type whose content words are
 drawn with a Zipf law from an English word list (so common words match thousands of rows, as in real
-text), importance per type with jitter, ``related_to``/``caused_by`` edges from 8% of memories to earlier
-ones, and 2% superseded by a newer version. Vectors: a few thousand distinct memory texts are embedded
+text), importance per type with jitter, a subject drawn from eleven names, sources of 40 consecutive
+memories (sessions, so recall's context and whole-source scoring do their full work; one query template in
+seven names a subject), ``related_to``/``caused_by`` edges from 8% of memories to earlier ones, and 2%
+superseded by a newer version. Vectors: a few thousand distinct memory texts are embedded
 for real by MiniLM; every other memory gets one of those real vectors plus small deterministic noise,
 renormalised, stored under the same model name (embedding 100k texts for real would take ~25 minutes
 here). Queries are real MiniLM embeddings of question-like texts.
@@ -71,7 +73,10 @@ _TYPE_SHARE = {MemoryType.IDENTITY: 1, MemoryType.GOAL: 3, MemoryType.DECISION: 
                MemoryType.PREFERENCE: 10, MemoryType.FACT: 34, MemoryType.EVENT: 25, MemoryType.OBSERVATION: 15}  # fmt: skip
 _QUESTIONS = ("What does the user think about {a} and {b}?", "When did {C} mention the {a}?",
               "Which {a} {b} did we pick?", "what do I know about {a} {b} {c}", "{C} {a}",
-              "Did the user ever talk about {a} at the {b}?")  # fmt: skip
+              "Did the user ever talk about {a} at the {b}?", "What did {S} say about the {a}?")  # fmt: skip
+# Who each memory is about (its subject), and how many consecutive memories share a source (a session).
+_SUBJECTS = ("Alice", "Bob", "Carol", "Dave", "Erin", "Frank", "Grace", "Heidi", "Ivan", "Judy", "user")
+_SESSION = 40
 
 
 class _Words:
@@ -94,6 +99,7 @@ class _Words:
         return template.format(
             a=self.draw(), b=self.draw(), c=self.draw(), C=self.draw().capitalize(),
             y=self._rng.randint(1990, 2025), d=f"{self._rng.randint(1, 28)} {self._rng.choice(_MONTHS)}",
+            S=self._rng.choice(_SUBJECTS),
         )  # fmt: skip
 
 
@@ -209,7 +215,9 @@ def _grow(graph: MemoryGraph, corpus: _Corpus, embedder: _TableEmbedder, count: 
             roll = corpus.rng.random()
             if known and roll < 0.08:
                 links.append((corpus.rng.choice(known), corpus.rng.choice((Relation.RELATED_TO, Relation.CAUSED_BY)), 0.8))
-            batch.append({"content": text, "memory_type": kind, "importance": importance, "relations": links})
+            batch.append({"content": text, "memory_type": kind, "importance": importance, "relations": links,
+                          "source": f"session-{(len(known) + len(batch)) // _SESSION}",
+                          "subject": corpus.rng.choice(_SUBJECTS)})  # fmt: skip
         stored = graph.remember_many(batch)
         known.extend(m.id for m in stored)
         written += len(stored)

@@ -128,3 +128,35 @@ def test_a_query_of_only_common_words_keeps_them_all(graph, db_path, monkeypatch
     for place in ("Paris", "Rome", "Oslo"):
         graph.remember(f"The user visited {place}")
     assert match_expression("user visited", connect(db_path)) == match_expression("user visited")
+
+
+def test_a_reply_to_a_question_outranks_the_same_reply_to_a_statement(graph):
+    graph.remember("Melanie: Are you excited about the adoption?", "event", source="asked")
+    answer = graph.remember("Caroline: Yes, the adoption is a dream.", "event", source="asked")
+    graph.remember("Melanie: I read about the adoption.", "event", source="told")
+    echo = graph.remember("Caroline: Yes, the adoption is a dream.", "event", source="told")
+    rank = [r.memory.id for r in graph.recall("adoption")]
+    assert rank.index(answer.id) < rank.index(echo.id)
+
+
+def test_a_source_that_discusses_the_topic_throughout_outranks_a_passing_mention(graph):
+    talked = []
+    for _ in range(3):  # three apart, so no mention borrows from a neighbouring one
+        talked.append(graph.remember("pottery", "event", source="hobby chat").id)
+        graph.remember("Paid the rent", "event", source="hobby chat")
+        graph.remember("Fixed the sink", "event", source="hobby chat")
+    graph.remember("Bought milk", "event", source="errands")
+    passing = graph.remember("pottery", "event", source="errands")  # newest: it would win a tie
+    rank = [r.memory.id for r in graph.recall("pottery")]
+    assert rank.index(passing.id) > max(rank.index(i) for i in talked)
+
+
+def test_source_scores_ignore_words_too_common_to_count(graph, db_path, monkeypatch):
+    from mnemo.graph.recall import _text_query
+
+    monkeypatch.setattr("mnemo.graph.recall.COMMON_MATCHES", 2)
+    for index in range(3):
+        graph.remember(f"user note {index}", source=f"s{index}")
+    graph.remember("kayak trip", source="s9")
+    text = _text_query("user kayak", connect(db_path))
+    assert text.source_terms == ('"kayak"',)

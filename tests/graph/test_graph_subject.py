@@ -69,6 +69,7 @@ BAD_SUBJECTS = [
     pytest.param("Caro\x07line", "control or invisible format", id="control-character"),
     pytest.param("Caro\u200bline", "control or invisible format", id="zero-width-space"),
     pytest.param("Caroline\u202e", "control or invisible format", id="bidi-override"),
+    pytest.param("Caro\x1fline", "control or invisible format", id="unit-separator-that-split-calls-space"),
 ]
 
 
@@ -208,6 +209,18 @@ def test_a_restore_that_changes_nothing_leaves_the_counts_alone(graph):
     assert _tallies(graph) == before
 
 
+@pytest.mark.parametrize("subject", ["Caro\x07line", " Caroline", "Mary  Ann"])
+def test_restore_refuses_a_subject_not_in_stored_form_and_writes_nothing(graph, subject):
+    from dataclasses import replace
+
+    memory = graph.remember("Went to a support group", subject="Caroline")
+    graph.purge([memory.id])
+    with pytest.raises(InvalidArgument) as caught:
+        graph.restore([replace(memory, subject=subject)], [])
+    assert caught.value.field == "memories[0].subject"
+    assert count_rows(graph, "graph_memories") == 0
+
+
 def test_tallies_are_kept_per_scope(graph):
     graph.remember("Caroline went to a support group", source="s1", subject="Caroline")
     other = graph.with_scope(Scope("bob"))
@@ -242,6 +255,21 @@ def test_named_subjects_matches_a_name_of_several_words_only_as_a_whole(graph):
     graph.remember("Runs the book club", subject="Mary Ann")
     assert named_subjects(graph._conn, graph.scope, "What does Mary Ann run?") == {"Mary Ann"}
     assert named_subjects(graph._conn, graph.scope, "What does Mary run?") == set()
+
+
+def test_named_subjects_matches_however_the_query_spaces_the_name(graph):
+    graph.remember("Runs the book club", subject="Mary Ann")
+    assert named_subjects(graph._conn, graph.scope, "What does Mary  Ann run?") == {"Mary Ann"}
+    assert named_subjects(graph._conn, graph.scope, "What does Mary\nAnn run?") == {"Mary Ann"}
+
+
+def test_named_subjects_matches_a_name_whatever_its_unicode_composition(graph):
+    graph.remember("Plays the cello", subject="Zo\u00eb")  # composed ë
+    assert named_subjects(graph._conn, graph.scope, "What does Zoe\u0308 play?") == {"Zo\u00eb"}  # e + combining
+
+
+def test_a_subject_is_stored_composed(graph):
+    assert graph.remember("Plays the cello", subject="Zoe\u0308").subject == "Zo\u00eb"
 
 
 def test_named_subjects_only_sees_the_subjects_of_its_scope(graph):

@@ -7,6 +7,7 @@ import pytest
 from mnemo.retrieval import (
     Fusion,
     Placement,
+    asks_question,
     scale_similarity,
     scale_to_best,
     with_prior,
@@ -59,3 +60,72 @@ def test_the_prior_reorders_but_never_lifts_an_irrelevant_item():
     assert with_prior(0.0, prior=1.0, share=0.5) == 0.0
     assert with_prior(1.0, prior=1.0, share=0.1) > with_prior(1.0, prior=0.0, share=0.1)
     assert with_prior(1.0, prior=0.0, share=0.1) == pytest.approx(0.9)
+
+
+@pytest.mark.parametrize(
+    ("text", "asks"),
+    [
+        ("Anything you're excited for in the adoption process?", True),
+        ("How about you? [shares image: a photo of a dog]", True),  # a caption after the question
+        ("Did you go? I did.", False),  # it ends by stating
+        ("Thanks!", False),
+        ("no punctuation at all", False),
+        ("", False),
+    ],
+)
+def test_asks_question_looks_at_the_last_sentence_mark(text, asks):
+    assert asks_question(text) is asks
+
+
+def test_the_item_after_a_question_borrows_more_of_it_than_the_item_before():
+    fusion = Fusion(neighbours=(0.1,), answer_share=0.3, question_damping=0, group_weight=0, group_text_weight=0)
+    places = {"before": Placement("s", 1), "question": Placement("s", 2, asks=True), "answer": Placement("s", 3)}
+    scores = fusion.relevance({"fts": {"before": 0.1, "question": 1.0, "answer": 0.1}}, places)
+    assert scores["answer"] == pytest.approx(0.1 + 0.3 * 1.0 + 0.1 * 1.0)
+    assert scores["before"] == pytest.approx(0.1 + 0.1 * 1.0)
+
+
+def test_a_question_keeps_less_of_its_own_relevance_than_a_statement():
+    fusion = Fusion(neighbours=(), answer_share=0, question_damping=0.25, group_weight=0, group_text_weight=0)
+    places = {"asks": Placement("s", 1, asks=True), "tells": Placement("t", 1)}
+    scores = fusion.relevance({"fts": {"asks": 1.0, "tells": 1.0}}, places)
+    assert scores["asks"] == pytest.approx(0.75)
+    assert scores["tells"] == pytest.approx(1.0)
+
+
+def test_a_question_in_another_group_lends_its_answer_nothing():
+    fusion = Fusion(neighbours=(), answer_share=0.5, question_damping=0, group_weight=0, group_text_weight=0)
+    places = {"question": Placement("s1", 1, asks=True), "next": Placement("s2", 2)}
+    scores = fusion.relevance({"fts": {"question": 1.0, "next": 0.2}}, places)
+    assert scores["next"] == pytest.approx(0.2)
+
+
+def test_group_text_lifts_every_item_of_the_group_by_its_scaled_score():
+    fusion = Fusion(neighbours=(), answer_share=0, question_damping=0, group_weight=0, group_text_weight=0.5)
+    places = {"a": Placement("topic", 1), "b": Placement("elsewhere", 1)}
+    scores = fusion.relevance({"fts": {"a": 0.5, "b": 0.6}}, places, group_text={"topic": 8.0, "elsewhere": 2.0})
+    assert scores["a"] == pytest.approx(0.5 + 0.5 * 1.0)
+    assert scores["b"] == pytest.approx(0.6 + 0.5 * 0.25)
+
+
+def test_group_text_for_a_group_without_candidates_changes_nothing():
+    fusion = Fusion(neighbours=(), group_weight=0)
+    places = {"a": Placement("s1", 1)}
+    assert fusion.relevance({"fts": {"a": 1.0}}, places, group_text={"s9": 5.0}) == pytest.approx({"a": 1.0})
+
+
+def test_focus_scales_the_items_about_whom_the_query_names():
+    fusion = Fusion(neighbours=(), group_weight=0, focus_boost=0.3)
+    scores = fusion.relevance({"fts": {"hers": 1.0, "his": 1.0}}, focus={"hers"})
+    assert scores == pytest.approx({"hers": 1.3, "his": 1.0})
+
+
+def test_focus_never_lifts_an_item_without_relevance():
+    fusion = Fusion(focus_boost=5.0)
+    assert fusion.relevance({"fts": {"a": 1.0}}, focus={"b"}) == {"a": 1.0}
+
+
+def test_rank_passes_group_text_and_focus_through():
+    fusion = Fusion(neighbours=(), group_weight=0, group_text_weight=0, focus_boost=1.0)
+    raw = {"fts": {"a": 5.0, "b": 4.0}}
+    assert [key for key, _ in fusion.rank(raw, focus={"b"})] == ["b", "a"]

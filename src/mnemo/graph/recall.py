@@ -32,7 +32,7 @@ import numpy as np
 from ..retrieval.fusion import FTS, VECTOR, Fusion, Placement, asks_question, with_prior
 from ..retrieval.query import or_query, parse_query, term_phrases
 from .schema import SCOPE_CLAUSE, SELECT_MEMORY, row_to_memory, scope_params
-from .types import Memory, MemoryType, Relation, Scope
+from .types import Memory, MemoryType, Relation, Scope, subject_key
 from .vectors import VectorCache
 
 if TYPE_CHECKING:
@@ -209,7 +209,7 @@ _WORDS = re.compile(r"\w+")
 
 def named_subjects(conn: sqlite3.Connection, scope: Scope, query: str) -> frozenset[str]:
     """The subjects of this scope's memories that ``query`` names, as whole words, ignoring case."""
-    folded = query.casefold()
+    folded = subject_key(query).casefold()
     words = set(_WORDS.findall(folded))
     named = set()
     for (subject,) in conn.execute(

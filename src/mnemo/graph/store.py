@@ -44,6 +44,7 @@ from .types import (
     parse_memory_type,
     parse_relation,
     parse_unit_interval,
+    subject_key,
 )
 from .vectors import VectorCache
 
@@ -203,14 +204,14 @@ class MemoryGraph:
 
     @staticmethod
     def check_subject(value: Any, field: str = "subject") -> str:
-        """A subject as stored: a name on one line, surrounding space removed (empty for none)."""
+        """A subject as stored: :func:`subject_key` of a name without control characters (empty for none)."""
         if not isinstance(value, str):
             raise InvalidArgument(field, f"must be a string, got {type(value).__name__}")
-        name = " ".join(value.split())
+        if any(unicodedata.category(ch) in ("Cc", "Cf") and ch not in "\t\n\r\v\f" for ch in value):
+            raise InvalidArgument(field, "must not contain control or invisible format characters")
+        name = subject_key(value)
         if len(name) > MAX_SUBJECT_CHARS:
             raise InvalidArgument(field, f"is {len(name)} characters; the limit is {MAX_SUBJECT_CHARS}")
-        if any(unicodedata.category(ch) in ("Cc", "Cf") for ch in name):
-            raise InvalidArgument(field, "must not contain control or invisible format characters")
         return name
 
     def _parse_links(self, links: Iterable[Link], prefix: str = "") -> list[tuple[str, Relation, float]]:
@@ -618,6 +619,10 @@ class MemoryGraph:
         """
         for index, memory in enumerate(memories):
             self.check_content(memory.content, f"memories[{index}].content")
+            if memory.subject != self.check_subject(memory.subject, f"memories[{index}].subject"):
+                raise InvalidArgument(
+                    f"memories[{index}].subject", "must be as exports write it: NFC, single spaces, none around"
+                )
         known = {m.id for m in memories}
         added = updated = 0
         with self._write() as conn:
