@@ -160,3 +160,11 @@ def test_source_scores_ignore_words_too_common_to_count(graph, db_path, monkeypa
     graph.remember("kayak trip", source="s9")
     text = _text_query("user kayak", connect(db_path))
     assert text.source_terms == ('"kayak"',)
+
+
+def test_a_memory_written_in_the_month_the_query_names_comes_first(graph, clock):
+    clock.now = datetime(2023, 5, 8, tzinfo=UTC).timestamp()
+    in_may = graph.remember("Went to a pottery class", "event")
+    clock.now = datetime(2023, 9, 2, tzinfo=UTC).timestamp()  # newer: recency alone would put it first
+    graph.remember("Went to a pottery class", "event")
+    assert graph.recall("pottery class in May 2023")[0].memory.id == in_may.id

@@ -129,3 +129,9 @@ def test_rank_passes_group_text_and_focus_through():
     fusion = Fusion(neighbours=(), group_weight=0, group_text_weight=0, focus_boost=1.0)
     raw = {"fts": {"a": 5.0, "b": 4.0}}
     assert [key for key, _ in fusion.rank(raw, focus={"b"})] == ["b", "a"]
+
+
+def test_items_written_in_a_period_the_query_names_are_scaled_up():
+    fusion = Fusion(neighbours=(), group_weight=0, time_boost=0.5)
+    scores = fusion.relevance({"fts": {"then": 1.0, "other": 1.0}}, timely={"then"})
+    assert scores == pytest.approx({"then": 1.5, "other": 1.0})

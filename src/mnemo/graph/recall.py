@@ -11,7 +11,8 @@ archive (:class:`mnemo.retrieval.Fusion`):
 Memories written from the same (non-empty) ``source`` form a context: a memory borrows relevance from the ones written
 just before and after it (by ``seq``, more from a question just before it), from its source's best match, and from
 its source's full-text score with the whole source taken as one document, as turns of one conversation do. A query
-that names a memory's ``subject`` (a speaker, a person) puts that memory first among equals. Then the ``graph``
+that names a memory's ``subject`` (a speaker, a person) or a period it was written in ("in May 2023", "last week")
+puts that memory ahead of its equals. Then the ``graph``
 channel: from the best seeds, one hop along each edge (either direction), scaled by the
 relation's multiplier and the edge weight. A seed that is an old version passes its relevance up the
 ``updates`` edge to its successor, which is how recall comes to prefer the newest version. Importance and
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..retrieval.dates import mentioned_periods
 from ..retrieval.fusion import FTS, VECTOR, Fusion, Placement, asks_question, with_prior
 from ..retrieval.query import or_query, parse_query, term_phrases
 from .schema import SCOPE_CLAUSE, SELECT_MEMORY, row_to_memory, scope_params
@@ -157,21 +159,26 @@ def _vector_candidates(
     return {row[0]: hits[row[0]] for row in alive}
 
 
-def _placements(conn: sqlite3.Connection, ids: list[str], named: frozenset[str]) -> tuple[dict[str, Placement], set[str]]:
-    """Each candidate's context (memories of one source, in write order), and the candidates whose subject
-    is one of ``named``."""
+def _placements(
+    conn: sqlite3.Connection, ids: list[str], named: frozenset[str]
+) -> tuple[dict[str, Placement], set[str], dict[str, float]]:
+    """Each candidate's context (memories of one source, in write order), the candidates whose subject is
+    one of ``named``, and when each candidate was created."""
     found: dict[str, Placement] = {}
     focus: set[str] = set()
+    created: dict[str, float] = {}
     for start in range(0, len(ids), 500):  # stay under SQLite's bound-parameter limit
         chunk = ids[start : start + 500]
         rows = conn.execute(
-            f"SELECT id, source, seq, subject, content FROM graph_memories WHERE id IN ({', '.join('?' * len(chunk))})",
+            "SELECT id, source, seq, subject, content, created_at FROM graph_memories"
+            f" WHERE id IN ({', '.join('?' * len(chunk))})",
             chunk,
         ).fetchall()
         # A memory without a source has no known context: it stands alone.
         found.update({row[0]: Placement(row[1], row[2], asks_question(row[4])) for row in rows if row[1]})
         focus.update(row[0] for row in rows if row[3] in named)
-    return found, focus
+        created.update((row[0], row[5]) for row in rows)
+    return found, focus, created
 
 
 # Okapi BM25 constants for scoring a whole source as one document (FTS5's own are the same).
@@ -275,9 +282,11 @@ def search(
         raw[VECTOR] = _vector_candidates(conn, scope, query, embedder, vectors, include_forgotten, pool)
     normalised = fusion.normalise(raw)
     ids = list({key for values in normalised.values() for key in values})
-    placements, focus = _placements(conn, ids, named_subjects(conn, scope, query))
+    placements, focus, created = _placements(conn, ids, named_subjects(conn, scope, query))
     group_text = _source_text(conn, scope, text.source_terms, alive) if placements else {}
-    base = fusion.relevance(normalised, placements, group_text=group_text, focus=focus)
+    periods = mentioned_periods(query, now)
+    timely = {key for key, at in created.items() if periods.contains(at)} if periods else set()
+    base = fusion.relevance(normalised, placements, group_text=group_text, focus=focus, timely=timely)
     seeds = dict(sorted(base.items(), key=lambda kv: kv[1], reverse=True)[:SEEDS])
     graph = _expand(conn, seeds, alive)
 
