@@ -78,7 +78,19 @@ CREATE TABLE graph_meta (
 # source and per subject in each scope, kept by triggers. Recall reads the tally to score a source as one
 # document (its size, how many sources there are) and to know which subjects a query can name, without
 # scanning the memories.
-_V2 = """
+_COUNT_NEW = """
+    INSERT INTO graph_tallies (user_id, agent_id, channel_id, field, value, memories)
+        SELECT new.user_id, new.agent_id, new.channel_id, 'source', new.source, 1 WHERE new.source != ''
+        ON CONFLICT DO UPDATE SET memories = memories + 1;
+    INSERT INTO graph_tallies (user_id, agent_id, channel_id, field, value, memories)
+        SELECT new.user_id, new.agent_id, new.channel_id, 'subject', new.subject, 1 WHERE new.subject != ''
+        ON CONFLICT DO UPDATE SET memories = memories + 1;"""
+_UNCOUNT_OLD = """
+    UPDATE graph_tallies SET memories = memories - 1
+        WHERE user_id = old.user_id AND agent_id = old.agent_id AND channel_id = old.channel_id
+        AND ((field = 'source' AND value = old.source) OR (field = 'subject' AND value = old.subject));
+    DELETE FROM graph_tallies WHERE memories <= 0;"""
+_V2 = f"""
 ALTER TABLE graph_memories ADD COLUMN subject TEXT NOT NULL DEFAULT '';
 
 CREATE TABLE graph_tallies (
@@ -94,32 +106,12 @@ INSERT INTO graph_tallies (user_id, agent_id, channel_id, field, value, memories
     SELECT user_id, agent_id, channel_id, 'source', source, count(*) FROM graph_memories WHERE source != ''
     GROUP BY user_id, agent_id, channel_id, source;
 
-CREATE TRIGGER graph_tallies_insert AFTER INSERT ON graph_memories BEGIN
-    INSERT INTO graph_tallies (user_id, agent_id, channel_id, field, value, memories)
-        SELECT new.user_id, new.agent_id, new.channel_id, 'source', new.source, 1 WHERE new.source != ''
-        ON CONFLICT DO UPDATE SET memories = memories + 1;
-    INSERT INTO graph_tallies (user_id, agent_id, channel_id, field, value, memories)
-        SELECT new.user_id, new.agent_id, new.channel_id, 'subject', new.subject, 1 WHERE new.subject != ''
-        ON CONFLICT DO UPDATE SET memories = memories + 1;
+CREATE TRIGGER graph_tallies_insert AFTER INSERT ON graph_memories BEGIN{_COUNT_NEW}
 END;
-CREATE TRIGGER graph_tallies_delete AFTER DELETE ON graph_memories BEGIN
-    UPDATE graph_tallies SET memories = memories - 1
-        WHERE user_id = old.user_id AND agent_id = old.agent_id AND channel_id = old.channel_id
-        AND ((field = 'source' AND value = old.source) OR (field = 'subject' AND value = old.subject));
-    DELETE FROM graph_tallies WHERE memories <= 0;
+CREATE TRIGGER graph_tallies_delete AFTER DELETE ON graph_memories BEGIN{_UNCOUNT_OLD}
 END;
 CREATE TRIGGER graph_tallies_update AFTER UPDATE OF source, subject, user_id, agent_id, channel_id
-ON graph_memories BEGIN
-    UPDATE graph_tallies SET memories = memories - 1
-        WHERE user_id = old.user_id AND agent_id = old.agent_id AND channel_id = old.channel_id
-        AND ((field = 'source' AND value = old.source) OR (field = 'subject' AND value = old.subject));
-    DELETE FROM graph_tallies WHERE memories <= 0;
-    INSERT INTO graph_tallies (user_id, agent_id, channel_id, field, value, memories)
-        SELECT new.user_id, new.agent_id, new.channel_id, 'source', new.source, 1 WHERE new.source != ''
-        ON CONFLICT DO UPDATE SET memories = memories + 1;
-    INSERT INTO graph_tallies (user_id, agent_id, channel_id, field, value, memories)
-        SELECT new.user_id, new.agent_id, new.channel_id, 'subject', new.subject, 1 WHERE new.subject != ''
-        ON CONFLICT DO UPDATE SET memories = memories + 1;
+ON graph_memories BEGIN{_UNCOUNT_OLD}{_COUNT_NEW}
 END;
 """
 
