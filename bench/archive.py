@@ -12,9 +12,10 @@ is the naive approach on the same database: a bare FTS5 OR-of-terms ``MATCH ... 
 LIMIT 10`` (no filters, grouping or snippets). Latency is reported as wall-clock and as CPU time of
 this process, since a shared machine inflates wall-clock unpredictably.
 
-LoCoMo: every turn is a message (``"speaker: text [shares image: caption]"``), every LoCoMo session a
-session; each category 1-4 question with evidence is asked as typed. The last line printed is one JSON
-object with the scores. The plain FTS5 OR-of-terms baseline is computed in the same run.
+LoCoMo: every turn is a message (``"speaker: text [shares image: caption]"``, the speaker also as its
+``name``, as a multi-party chat would carry it), every LoCoMo session a session; each category 1-4 question
+with evidence is asked as typed. The last line printed is one JSON object with the scores. The plain
+FTS5 OR-of-terms baseline is computed in the same run.
 """
 
 from __future__ import annotations
@@ -298,7 +299,7 @@ def bench_locomo(path: Path, workdir: Path, embedder: str = "none") -> dict:
             session_label[sid] = label
             messages = [
                 {"role": "user" if turn.get("speaker") == speaker_a else "assistant",
-                 "content": _turn_text(turn), "timestamp": (when or 0.0) + i, "dia_id": turn.get("dia_id")}
+                 "content": _turn_text(turn), "name": turn.get("speaker"), "timestamp": (when or 0.0) + i, "dia_id": turn.get("dia_id")}
                 for i, turn in enumerate(turns)
             ]
             for mid, turn in zip(archive.append_many(sid, messages), turns):
