@@ -1,7 +1,9 @@
 """Relevance ranking of archive search: questions and their replies, whole-session evidence, and the
-messages of participants the query names."""
+messages of participants and periods the query names."""
 
 from __future__ import annotations
+
+from datetime import UTC, datetime
 
 from .conftest import conversation
 
@@ -51,3 +53,12 @@ def test_messages_of_a_participant_the_query_names_rank_higher(archive):
     ])
     [first, second] = archive.search_messages("what did Dana think of the offsite budget?", limit=2)
     assert (first.message.extra["name"], second.message.extra["name"]) == ("dana", "omar")
+
+
+def test_messages_written_in_a_period_the_query_names_rank_higher(archive):
+    may, september = datetime(2023, 5, 8, tzinfo=UTC).timestamp(), datetime(2023, 9, 2, tzinfo=UTC).timestamp()
+    spring = archive.start_session("spring", started_at=may)
+    (in_may,) = archive.append_many(spring, [{"role": "user", "content": "Went to a pottery class", "timestamp": may}])
+    autumn = archive.start_session("autumn", started_at=september)  # newer, same words
+    archive.append_many(autumn, [{"role": "user", "content": "Went to a pottery class", "timestamp": september}])
+    assert archive.search_messages("pottery class in May 2023", limit=2)[0].message.id == in_may

@@ -7,7 +7,8 @@ at ten thousand. Those scores, and cosine similarities when the archive has an e
 the retrieval engine shared with the memory graph (:class:`mnemo.retrieval.Fusion`): weighted channels,
 relevance borrowed from neighbouring messages of the same session (more by the reply to a question, less
 by the question), a boost for the best sessions and for sessions whose messages together hold the query's
-rarer words, and one for the messages of a participant (their ``name``) the query mentions.
+rarer words, and one for the messages of a participant (their ``name``) the query mentions and for those
+written in a period it names.
 
 Everything here reads; the store owns writes and locking. Queries are always built from
 :func:`mnemo.retrieval.parse_query`, so no text a user or model types reaches ``MATCH`` verbatim.
@@ -18,6 +19,7 @@ from __future__ import annotations
 import math
 import re
 import sqlite3
+import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -34,7 +36,9 @@ from ..retrieval import (
     parse_query,
     term_phrases,
 )
+from ..retrieval.dates import mentioned_periods
 from ..retrieval.fusion import FTS, VECTOR
+from ..retrieval.names import names_mentioned
 from .records import HIDDEN_SOURCES
 
 if TYPE_CHECKING:
@@ -296,17 +300,19 @@ class Searcher:
         by_id.update({m.message_id: m for m in matches})
         ids = list(by_id)
         rows = self._conn.execute(
-            f"SELECT id, session_id, substr(content, -{_ASKS_TAIL}), json_extract(extra, '$.name')"
+            f"SELECT id, session_id, substr(content, -{_ASKS_TAIL}), json_extract(extra, '$.name'), created_at"
             f" FROM messages WHERE id IN ({','.join('?' * len(ids))})",
             ids,
         ).fetchall()
-        placements = {mid: Placement(session, mid, asks_question(tail)) for mid, session, tail, _ in rows}
-        named = _named(query, {name for *_, name in rows if isinstance(name, str) and name})
-        focus = {mid for mid, *_, name in rows if name in named}
+        placements = {mid: Placement(session, mid, asks_question(tail)) for mid, session, tail, *_ in rows}
+        named = names_mentioned(query, {name for *_, name, _ in rows if isinstance(name, str) and name})
+        focus = {mid for mid, *_, name, _ in rows if name in named}
+        periods = mentioned_periods(query, time.time())
+        timely = {mid for mid, *_, created in rows if periods.contains(created)} if periods else set()
         raw = {FTS: {m.message_id: -m.score for m in matches}}  # bm25 is negative: larger is better here
         if similar:
             raw[VECTOR] = {m.message_id: -m.score for m in similar}
-        ranked = FUSION.rank(raw, placements, group_text=self._session_text(phrases), focus=focus)
+        ranked = FUSION.rank(raw, placements, group_text=self._session_text(phrases), focus=focus, timely=timely)
         kept = {mid for mid, _ in ranked}
         # A candidate without positive relevance (a zero-scored AND window) still follows the ranked ones.
         rest = [m for m in by_id.values() if m.message_id not in kept]
@@ -510,12 +516,6 @@ class Searcher:
             (*(_like_escape(t) for t in terms), *params, limit),
         ).fetchall()
         return [Match(row[0], 0.0, _like_snippet(row[1], terms)) for row in rows]
-
-
-def _named(query: str, names: Iterable[str]) -> set[str]:
-    """Those of ``names`` that ``query`` mentions as whole words, ignoring case."""
-    folded = query.casefold()
-    return {name for name in names if re.search(rf"(?<!\w){re.escape(name.casefold())}(?!\w)", folded)}
 
 
 def _trigram_quote(term: str) -> str:

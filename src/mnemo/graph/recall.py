@@ -22,7 +22,6 @@ recency come last, as a bounded prior.
 from __future__ import annotations
 
 import math
-import re
 import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -32,9 +31,10 @@ import numpy as np
 
 from ..retrieval.dates import mentioned_periods
 from ..retrieval.fusion import FTS, VECTOR, Fusion, Placement, asks_question, with_prior
+from ..retrieval.names import names_mentioned
 from ..retrieval.query import or_query, parse_query, term_phrases
 from .schema import SCOPE_CLAUSE, SELECT_MEMORY, row_to_memory, scope_params
-from .types import Memory, MemoryType, Relation, Scope, subject_key
+from .types import Memory, MemoryType, Relation, Scope
 from .vectors import VectorCache
 
 if TYPE_CHECKING:
@@ -211,24 +211,13 @@ def _source_text(conn: sqlite3.Connection, scope: Scope, phrases: tuple[str, ...
     return scores
 
 
-_WORDS = re.compile(r"\w+")
-
-
 def named_subjects(conn: sqlite3.Connection, scope: Scope, query: str) -> frozenset[str]:
-    """The subjects of this scope's memories that ``query`` names, as whole words, ignoring case."""
-    folded = subject_key(query).casefold()
-    words = set(_WORDS.findall(folded))
-    named = set()
-    for (subject,) in conn.execute(
+    """The subjects of this scope's memories that ``query`` names (see :func:`names_mentioned`)."""
+    subjects = conn.execute(
         f"SELECT value FROM graph_tallies WHERE {SCOPE_CLAUSE.replace('m.', '')} AND field = 'subject'",
         scope_params(scope),
-    ):
-        name = subject.casefold()
-        first = _WORDS.search(name)
-        # Cheap test first: most subjects share no word with the query.
-        if first is not None and first.group() in words and re.search(rf"(?<!\w){re.escape(name)}(?!\w)", folded):
-            named.add(subject)
-    return frozenset(named)
+    ).fetchall()
+    return frozenset(names_mentioned(query, (row[0] for row in subjects)))
 
 
 def _expand(

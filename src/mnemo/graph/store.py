@@ -31,6 +31,7 @@ from .. import _db
 from .._time import to_timestamp
 from ..embeddings.queries import PrefetchedEmbedder, QueryVectors
 from ..errors import InvalidArgument
+from ..retrieval.names import name_key
 from ..safety.scan import scan
 from . import recall as _recall
 from .errors import BlockedContent, ImportConflict, MemoryNotFound
@@ -44,7 +45,6 @@ from .types import (
     parse_memory_type,
     parse_relation,
     parse_unit_interval,
-    subject_key,
 )
 from .vectors import VectorCache
 
@@ -209,7 +209,7 @@ class MemoryGraph:
             raise InvalidArgument(field, f"must be a string, got {type(value).__name__}")
         if any(unicodedata.category(ch) in ("Cc", "Cf") and ch not in "\t\n\r\v\f" for ch in value):
             raise InvalidArgument(field, "must not contain control or invisible format characters")
-        name = subject_key(value)
+        name = name_key(value)
         if len(name) > MAX_SUBJECT_CHARS:
             raise InvalidArgument(field, f"is {len(name)} characters; the limit is {MAX_SUBJECT_CHARS}")
         return name

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import unicodedata
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -101,12 +100,6 @@ def parse_unit_interval(value: Any, field_name: str) -> float:
     if not 0.0 <= number <= 1.0:  # also refuses NaN
         raise InvalidArgument(field_name, f"must be between 0 and 1, got {value!r}")
     return number
-
-
-def subject_key(text: str) -> str:
-    """A name in the one form subjects are stored and matched in: NFC, runs of whitespace as one space,
-    none around it."""
-    return " ".join(unicodedata.normalize("NFC", text).split())
 
 
 @dataclass(frozen=True, slots=True)
