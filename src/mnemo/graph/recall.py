@@ -89,6 +89,8 @@ def score(relevance: float, importance: float, age_days: float) -> float:
 # whole doclist: at 100k memories one such word ("user" in 45% of them) set recall's p95. Such words are
 # left out of the full-text query, unless every word is that common (then none is more telling).
 COMMON_MATCHES = 5_000
+# Matches walked to score whole sources; the terms left out are the commonest, which tell sources apart least.
+SOURCE_TEXT_MATCHES = 1_000
 _COUNT_UP_TO = "SELECT count(*) FROM (SELECT 1 FROM graph_memories_fts WHERE graph_memories_fts MATCH ? LIMIT ?)"
 
 
@@ -110,7 +112,14 @@ def _text_query(query: str, conn: sqlite3.Connection | None = None) -> _TextQuer
         return _TextQuery(or_query(terms))
     counts = {term: conn.execute(_COUNT_UP_TO, (or_query([term]), COMMON_MATCHES)).fetchone()[0] for term in terms}
     rare = [term for term in terms if counts[term] < COMMON_MATCHES]
-    return _TextQuery(or_query(rare or terms), tuple(term_phrases(rare)))
+    # Scoring sources walks each term's matches: rarest terms first, within SOURCE_TEXT_MATCHES in all.
+    counted, budget = [], SOURCE_TEXT_MATCHES
+    for term in sorted(rare, key=counts.__getitem__):
+        if counts[term] > budget:
+            break
+        counted.append(term)
+        budget -= counts[term]
+    return _TextQuery(or_query(rare or terms), tuple(term_phrases(counted)))
 
 
 def match_expression(query: str, conn: sqlite3.Connection | None = None) -> str:
@@ -184,27 +193,38 @@ def _placements(
 # Okapi BM25 constants for scoring a whole source as one document (FTS5's own are the same).
 SOURCE_K1 = 1.2
 SOURCE_B = 0.75
-_TALLIES = f"SELECT value, memories FROM graph_tallies WHERE {SCOPE_CLAUSE.replace('m.', '')} AND field = ?"
 
 
 def _source_text(conn: sqlite3.Connection, scope: Scope, phrases: tuple[str, ...], alive: str) -> dict[str, float]:
     """BM25 of each source taken as one document, from how many of its memories hold each term (a
-    source is as long as its memory count). Only terms rarer than ``COMMON_MATCHES`` are counted, so
-    the cost stays bounded whatever the store's size."""
+    source is as long as its memory count). ``phrases`` come from :func:`_text_query`, which keeps their
+    matches within ``SOURCE_TEXT_MATCHES``, so the cost stays bounded whatever the store's size."""
     if not phrases:
         return {}
-    sizes = dict(conn.execute(_TALLIES, (*scope_params(scope), "source")).fetchall())
-    if len(sizes) < 2:
+    where = f"{SCOPE_CLAUSE.replace('m.', '')} AND field = 'source'"
+    sources, memories = conn.execute(f"SELECT count(*), total(memories) FROM graph_tallies WHERE {where}", scope_params(scope)).fetchone()
+    if sources < 2:
         return {}  # one source: nothing to tell apart
-    average = sum(sizes.values()) / len(sizes)
-    scores: dict[str, float] = {}
-    for phrase in phrases:
-        rows = conn.execute(
+    held = [
+        conn.execute(
             "SELECT m.source, count(*) FROM graph_memories_fts JOIN graph_memories m ON m.seq = graph_memories_fts.rowid"
             f" WHERE graph_memories_fts MATCH ? AND {SCOPE_CLAUSE} AND m.source != ''{alive} GROUP BY m.source",
             (phrase, *scope_params(scope)),
         ).fetchall()
-        idf = math.log(1.0 + (len(sizes) - len(rows) + 0.5) / (len(rows) + 0.5))
+        for phrase in phrases
+    ]
+    matched = list({source for rows in held for source, _ in rows})
+    sizes: dict[str, int] = {}
+    for start in range(0, len(matched), 500):  # stay under SQLite's bound-parameter limit
+        chunk = matched[start : start + 500]
+        sizes.update(conn.execute(
+            f"SELECT value, memories FROM graph_tallies WHERE {where} AND value IN ({', '.join('?' * len(chunk))})",
+            (*scope_params(scope), *chunk),
+        ).fetchall())  # fmt: skip
+    average = memories / sources
+    scores: dict[str, float] = {}
+    for rows in held:
+        idf = math.log(1.0 + (sources - len(rows) + 0.5) / (len(rows) + 0.5))
         for source, hits in rows:
             norm = SOURCE_K1 * (1.0 - SOURCE_B + SOURCE_B * sizes.get(source, hits) / average)
             scores[source] = scores.get(source, 0.0) + idf * hits * (SOURCE_K1 + 1.0) / (hits + norm)
