@@ -8,15 +8,14 @@ archive (:class:`mnemo.retrieval.Fusion`):
 * ``vector``: cosine similarity of the query's embedding to the stored ones (only when an embedder is
   set, and only vectors of that same model).
 
-Memories written from the same (non-empty) ``source`` form a context: a memory borrows relevance from the ones written
-just before and after it (by ``seq``, more from a question just before it), from its source's best match, and from
-its source's full-text score with the whole source taken as one document, as turns of one conversation do. A query
-that names a memory's ``subject`` (a speaker, a person) or a period it was written in ("in May 2023", "last week")
-puts that memory ahead of its equals. Then the ``graph``
-channel: from the best seeds, one hop along each edge (either direction), scaled by the
-relation's multiplier and the edge weight. A seed that is an old version passes its relevance up the
-``updates`` edge to its successor, which is how recall comes to prefer the newest version. Importance and
-recency come last, as a bounded prior.
+Memories written from the same (non-empty) ``source`` form a context, as turns of one conversation do: a
+memory borrows relevance from the ones written just before and after it (by ``seq``; more from a question just
+before it), from its source's best match, and from its source's full-text score with the whole source taken as
+one document. A query that names a memory's ``subject`` (a speaker, a person) or a period it was written in ("in
+May 2023", "last week") puts that memory ahead of its equals. Then the ``graph`` channel: from the best seeds,
+one hop along each edge (either direction), scaled by the relation's multiplier and the edge weight. A seed that
+is an old version passes its relevance up the ``updates`` edge to its successor, which is how recall comes to
+prefer the newest version. Importance and recency come last, as a bounded prior.
 """
 
 from __future__ import annotations
