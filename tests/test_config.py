@@ -23,7 +23,7 @@ def test_defaults_apply_without_a_config_file(tmp_path):
     assert settings.memory_char_limit == 2200
     assert settings.user_char_limit == 1375
     assert settings.memories_dir == tmp_path / "memories"
-    assert settings.state_db == tmp_path / "state.db"
+    assert settings.database_path == tmp_path / "mnemo.db"
 
 
 def test_config_file_tables_prefix_their_keys(tmp_path):

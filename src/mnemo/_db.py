@@ -1,6 +1,6 @@
 """SQLite conventions shared by the session archive and the memory graph.
 
-One database file (``state.db``) serves several processes at once (a CLI, a gateway, cron jobs), so
+One database file (``mnemo.db``, see :mod:`mnemo.database`) serves several processes at once (a CLI, a gateway, cron jobs), so
 every connection is opened the same way and every write goes through :func:`write_transaction`:
 ``BEGIN IMMEDIATE`` takes the write lock up front (no deadlock-prone lock upgrades), the busy timeout
 absorbs short waits, and jittered retries absorb the rest. Schemas are versioned per component and

@@ -96,7 +96,13 @@ class AgentMemory:
         models = {name: named_embedder(name) for name in {self.settings.archive_embedder, self.settings.graph_embedder}}
         builtin: list[MemoryProvider] = []
         if self.settings.archive_enabled:
-            builtin.append(ArchiveProvider(self.settings.state_db, embedder=models[self.settings.archive_embedder]))
+            builtin.append(
+                ArchiveProvider(
+                    self.settings.database_path,
+                    embedder=models[self.settings.archive_embedder],
+                    scope=self.settings.scope,
+                )
+            )
         if self.settings.graph_enabled:
             builtin.append(
                 GraphProvider.from_settings(

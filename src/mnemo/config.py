@@ -6,7 +6,7 @@ Settings come from four places; a later one wins:
 2. ``MNEMO_HOME/config.toml`` (a top-level key is a setting's name; a table prefixes its keys, so
    ``[llm] model = "x"`` sets ``llm_model``; ``[providers.NAME]`` tables are handed to provider
    ``NAME``'s ``initialize`` as its config),
-3. environment variables ``MNEMO_<SETTING>`` (``MNEMO_LLM_MODEL``),
+3. environment variables ``MNEMO_<SETTING>`` (``MNEMO_LLM_MODEL``, ``MNEMO_USER_ID``),
 4. keyword arguments.
 
 Unknown names and ill-typed values raise :class:`~mnemo.errors.ConfigError` naming the setting.
@@ -20,9 +20,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-from .errors import ConfigError
+from .database import database_path
+from .errors import ConfigError, InvalidArgument
+from .scope import Scope, check_id, path_segment
 
 CONFIG_FILENAME = "config.toml"
 ENV_PREFIX = "MNEMO_"
@@ -41,6 +43,15 @@ class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     home: Path
+
+    # whose memory: every read and write of the archive and the graph is confined to this exact
+    # (user, agent, channel) triple; "" is the default scope, not a wildcard (see mnemo.scope)
+    user_id: str = ""
+    agent_id: str = ""
+    channel_id: str = ""
+    # curated memory: one MEMORY.md / USER.md pair shared by every user of the home (default), or one
+    # pair per user under HOME/users/<escaped user id>/memories/
+    curated_per_user: bool = False
 
     # curated memory
     memory_char_limit: int = Field(2200, gt=0)
@@ -69,15 +80,42 @@ class Settings(BaseModel):
     # per-provider configuration, keyed by provider name
     providers: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
+    @field_validator("user_id", "agent_id", "channel_id")
+    @classmethod
+    def _scope_id(cls, value: str, info: ValidationInfo) -> str:
+        try:
+            return check_id(value, str(info.field_name))
+        except InvalidArgument as exc:
+            raise ValueError(exc.problem) from None
+
+    @model_validator(mode="after")
+    def _per_user_directory(self) -> Settings:
+        # Refused here, with the setting's name, rather than on first use of memories_dir.
+        if self.curated_per_user and self.user_id:
+            try:
+                path_segment(self.user_id)
+            except InvalidArgument as exc:
+                raise ValueError(f"user_id {exc.problem}") from None
+        return self
+
+    @property
+    def scope(self) -> Scope:
+        """The (user, agent, channel) scope of this configuration."""
+        return Scope(self.user_id, self.agent_id, self.channel_id)
+
     @property
     def memories_dir(self) -> Path:
-        """Directory holding ``MEMORY.md`` and ``USER.md``."""
+        """Directory holding ``MEMORY.md`` and ``USER.md``: ``HOME/memories``, or with
+        ``curated_per_user`` and a user id, ``HOME/users/<escaped user id>/memories``."""
+        if self.curated_per_user and self.user_id:
+            return self.home / "users" / path_segment(self.user_id) / "memories"
         return self.home / "memories"
 
     @property
-    def state_db(self) -> Path:
-        """The SQLite database of the session archive and the memory graph."""
-        return self.home / "state.db"
+    def database_path(self) -> Path:
+        """mnemo's own SQLite database (session archive and memory graph): ``HOME/mnemo.db``, or the
+        ``state.db`` a mnemo 0.1 home already keeps them in (see :mod:`mnemo.database`)."""
+        return database_path(self.home)
 
 
 def _flatten(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -35,7 +35,7 @@ def test_it_conforms_to_the_provider_protocol_and_declares_four_tools(provider):
 def test_initialize_without_a_database_location_raises(tmp_path):
     from mnemo.errors import ConfigError
 
-    with pytest.raises(ConfigError, match="state_db"):
+    with pytest.raises(ConfigError, match="database"):
         GraphProvider().initialize("s", {})
 
 
@@ -260,7 +260,7 @@ def test_the_registry_serves_its_tools_and_context(tmp_path):
     registry.shutdown_all()
 
 
-def test_from_settings_opens_state_db_imports_curated_and_reads_the_frozen_entries_at_initialize(tmp_path):
+def test_from_settings_opens_the_database_imports_curated_and_reads_the_frozen_entries_at_initialize(tmp_path):
     from mnemo.config import load_settings
 
     settings = load_settings(tmp_path, graph_context_chars=300)
@@ -272,7 +272,7 @@ def test_from_settings_opens_state_db_imports_curated_and_reads_the_frozen_entri
     provider.initialize("s", {})
     assert provider.context_chars == 300
     assert [m.content for m in provider.graph.memories()] == ["Builds run on Jenkins"]
-    assert settings.state_db.exists()
+    assert settings.database_path.exists()
     assert provider.enrich_turn("where do builds run", []) is None
     provider.shutdown()
 

@@ -171,7 +171,7 @@ def test_opening_the_graph_again_does_not_migrate_again(db_path):
     assert version == len(MIGRATIONS)
 
 
-def test_the_graph_shares_state_db_with_prefixed_tables(db_path, graph):
+def test_the_graph_shares_the_database_with_prefixed_tables(db_path, graph):
     conn = sqlite3.connect(db_path)
     names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'trigger', 'index') AND sql IS NOT NULL")]
     conn.close()

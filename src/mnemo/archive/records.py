@@ -11,6 +11,7 @@ from typing import Any
 from .._time import iso, to_timestamp
 from ..errors import InvalidArgument
 from ..retrieval import has_cjk
+from ..scope import Scope
 
 # Keys with a column of their own; anything else a message carries is kept verbatim in ``extra``.
 _KNOWN_KEYS = frozenset({"role", "content", "tool_calls", "tool_call_id", "timestamp"})
@@ -161,6 +162,7 @@ class SessionInfo:
     message_count: int
     tool_call_count: int
     metadata: dict[str, Any] = field(default_factory=dict)
+    scope: Scope = field(default_factory=Scope)
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> SessionInfo:
@@ -175,6 +177,7 @@ class SessionInfo:
             message_count=row["message_count"],
             tool_call_count=row["tool_call_count"],
             metadata=json.loads(row["metadata"]) if row["metadata"] else {},
+            scope=Scope(row["user_id"], row["agent_id"], row["channel_id"]),
         )
 
     def to_dict(self) -> dict[str, Any]:

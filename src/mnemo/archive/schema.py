@@ -103,7 +103,16 @@ _VECTORS = """
     );
     """
 
-MIGRATIONS = [_V1, _fts, _TRIGGERS, _VECTORS]
+# Scopes (see mnemo.scope): every session belongs to one (user, agent, channel) triple, and every read
+# is confined to the reader's. Sessions archived before scopes existed belong to the empty scope.
+_SCOPES = """
+    ALTER TABLE sessions ADD COLUMN user_id TEXT NOT NULL DEFAULT '';
+    ALTER TABLE sessions ADD COLUMN agent_id TEXT NOT NULL DEFAULT '';
+    ALTER TABLE sessions ADD COLUMN channel_id TEXT NOT NULL DEFAULT '';
+    CREATE INDEX IF NOT EXISTS sessions_scope ON sessions(user_id, agent_id, channel_id, started_at);
+    """
+
+MIGRATIONS = [_V1, _fts, _TRIGGERS, _VECTORS, _SCOPES]
 
 FTS_TABLES = ("messages_fts", "messages_cjk")
 

@@ -22,7 +22,7 @@ import sqlite3
 import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from ..errors import InvalidArgument
@@ -39,6 +39,7 @@ from ..retrieval import (
 from ..retrieval.dates import mentioned_periods
 from ..retrieval.fusion import FTS, VECTOR
 from ..retrieval.names import names_mentioned
+from ..scope import Scope
 from .records import HIDDEN_SOURCES
 
 if TYPE_CHECKING:
@@ -67,6 +68,9 @@ _ASKS_TAIL = 500
 _LIKE_SNIPPET_CHARS = 40
 
 
+SESSION_SCOPE_CLAUSE = "s.user_id = ? AND s.agent_id = ? AND s.channel_id = ?"
+
+
 @dataclass(frozen=True)
 class Filters:
     """Which messages a search may return."""
@@ -78,12 +82,14 @@ class Filters:
     until: float | None = None
     exclude_sessions: tuple[str, ...] = ()
     sessions: tuple[str, ...] = ()
+    scope: Scope = field(default_factory=Scope)
 
     def sql(self, time_column: str = "m.created_at") -> tuple[str, list[object]]:
         """A ``WHERE`` fragment over ``m`` (messages) and ``s`` (sessions) and its parameters;
         ``since``/``until`` apply to ``time_column``."""
-        clauses: list[str] = []
-        params: list[object] = []
+        # The scope comes first and is never optional: no search can reach another scope's sessions.
+        clauses: list[str] = [SESSION_SCOPE_CLAUSE]
+        params: list[object] = list(self.scope.as_params())
 
         def among(column: str, values: Sequence[str], negate: bool = False) -> None:
             marks = ",".join("?" * len(values))
@@ -106,7 +112,7 @@ class Filters:
             among("m.session_id", self.exclude_sessions, negate=True)
         if self.sessions:
             among("m.session_id", self.sessions)
-        return (" AND ".join(clauses) or "1"), params
+        return " AND ".join(clauses), params
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,11 @@
 One archive object owns one connection, guarded by a lock so the provider's hook threads can share
 it. Any number of processes may open the same file: writes are immediate transactions with retries
 (:mod:`mnemo._db`), so no write is lost and readers never see half a batch.
+
+An archive object serves one :class:`~mnemo.scope.Scope`: the sessions it starts belong to that scope,
+and every read (search, listing, reading, scrolling, lineage, deletion) sees only that scope's sessions
+and their messages. A session id, a message id or a lineage from another scope behaves exactly like
+one that does not exist.
 """
 
 from __future__ import annotations
@@ -18,7 +23,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import _db
+from ..database import connect_owned
 from ..errors import InvalidArgument, MnemoError
+from ..scope import Scope
 from . import schema
 from .records import (
     Hit,
@@ -30,7 +37,7 @@ from .records import (
     to_timestamp,
     tool_call_names,
 )
-from .search import SORTS, Filters, Match, Searcher
+from .search import SESSION_SCOPE_CLAUSE, SORTS, Filters, Match, Searcher
 from .vectors import MessageVectors
 
 if TYPE_CHECKING:
@@ -76,16 +83,26 @@ def _names(value: str | Iterable[str] | None, field: str) -> tuple[str, ...]:
     return tuple(items)
 
 
-class SessionArchive:
-    """The archive of sessions and their messages in one SQLite file (normally ``MNEMO_HOME/state.db``)."""
+_SCOPED = SESSION_SCOPE_CLAUSE.replace("s.", "")
+_MESSAGES_IN_SESSIONS = "messages m JOIN sessions s ON s.id = m.session_id"
 
-    def __init__(self, path: str | Path, *, embedder: Embedder | None = None) -> None:
+
+class SessionArchive:
+    """The archive of sessions and their messages in one SQLite file (normally ``MNEMO_HOME/mnemo.db``),
+    seen from one scope."""
+
+    def __init__(self, path: str | Path, *, embedder: Embedder | None = None, scope: Scope | None = None) -> None:
         """``embedder`` adds a vector channel to relevance search (messages are embedded lazily, in bounded
-        batches per search, or all at once by :meth:`embed_pending`); without one search is full text only."""
+        batches per search, or all at once by :meth:`embed_pending`); without one search is full text only.
+        ``scope`` (default: the empty scope) is whose sessions this object writes and reads.
+
+        A file that is not mnemo's, or was written by a newer mnemo, is refused before anything is written
+        (:class:`~mnemo.database.ForeignDatabase`, :class:`~mnemo.database.DatabaseTooNew`)."""
         self.path = Path(path)
+        self.scope = scope if scope is not None else Scope()
         self._lock = threading.RLock()
         self._vectors = MessageVectors(embedder) if embedder is not None else None
-        self._conn: sqlite3.Connection | None = _db.connect(self.path)
+        self._conn: sqlite3.Connection | None = connect_owned(self.path)
         try:
             _db.migrate(self._conn, schema.COMPONENT, schema.MIGRATIONS)
             self._trigram = schema.cjk_tokenizer(self._conn) == "trigram"
@@ -96,10 +113,11 @@ class SessionArchive:
 
     @classmethod
     def open(cls, home: str | Path | None = None) -> SessionArchive:
-        """The archive in ``home`` (default: ``$MNEMO_HOME`` or ``~/.mnemo``)."""
+        """The archive in ``home`` (default: ``$MNEMO_HOME`` or ``~/.mnemo``), in the configured scope."""
         from ..config import load_settings
 
-        return cls(load_settings(home).state_db)
+        settings = load_settings(home)
+        return cls(settings.database_path, scope=settings.scope)
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
@@ -153,28 +171,37 @@ class SessionArchive:
             raise InvalidArgument("source", "must be a non-empty string")
         started = time.time() if started_at is None else to_timestamp(started_at, "started_at")
         with self._lock, _db.write_transaction(self._db) as conn:
-            if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone():
+            owner = conn.execute("SELECT user_id, agent_id, channel_id FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            if owner is not None:
+                if tuple(owner) != self.scope.as_params():
+                    # Continuing it would write into another scope's session; its content stays hidden.
+                    raise InvalidArgument("session_id", f"session id {session_id!r} is taken by another scope")
                 if exist_ok:
                     return session_id
                 raise InvalidArgument("session_id", f"a session with id {session_id!r} already exists")
-            if parent_session_id is not None and not conn.execute(
-                "SELECT 1 FROM sessions WHERE id = ?", (parent_session_id,)
-            ).fetchone():
+            if parent_session_id is not None and not self._in_scope(conn, parent_session_id):
                 raise InvalidArgument("parent_session_id", f"no session with id {parent_session_id!r}")
             conn.execute(
-                "INSERT INTO sessions (id, source, title, model, started_at, parent_session_id, metadata)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO sessions (id, source, title, model, started_at, parent_session_id, metadata,"
+                " user_id, agent_id, channel_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (session_id, source, title, model, started, parent_session_id,
-                 json.dumps(dict(metadata), ensure_ascii=False, default=str) if metadata else None),
+                 json.dumps(dict(metadata), ensure_ascii=False, default=str) if metadata else None,
+                 *self.scope.as_params()),
             )
         return session_id
+
+    def _in_scope(self, conn: sqlite3.Connection, session_id: str) -> bool:
+        return conn.execute(
+            f"SELECT 1 FROM sessions WHERE id = ? AND {_SCOPED}", (session_id, *self.scope.as_params())
+        ).fetchone() is not None
 
     def end_session(self, session_id: str, *, ended_at: Any = None, title: str | None = None) -> None:
         """Mark a session ended (and optionally give it a title)."""
         ended = time.time() if ended_at is None else to_timestamp(ended_at, "ended_at")
         with self._lock, _db.write_transaction(self._db) as conn:
             cursor = conn.execute(
-                "UPDATE sessions SET ended_at = ?, title = COALESCE(?, title) WHERE id = ?", (ended, title, session_id)
+                f"UPDATE sessions SET ended_at = ?, title = COALESCE(?, title) WHERE id = ? AND {_SCOPED}",
+                (ended, title, session_id, *self.scope.as_params()),
             )
             if cursor.rowcount == 0:
                 raise SessionNotFound(session_id)
@@ -182,7 +209,9 @@ class SessionArchive:
     def get_session(self, session_id: str) -> SessionInfo | None:
         """The session with this id, or ``None``."""
         with self._lock:
-            row = self._db.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            row = self._db.execute(
+                f"SELECT * FROM sessions WHERE id = ? AND {_SCOPED}", (session_id, *self.scope.as_params())
+            ).fetchone()
         return SessionInfo.from_row(row) if row else None
 
     def list_sessions(
@@ -206,6 +235,7 @@ class SessionArchive:
             include_hidden=include_hidden,
             since=None if since is None else to_timestamp(since, "since"),
             until=None if until is None else to_timestamp(until, "until"),
+            scope=self.scope,
         )
         where, params = filters.sql(time_column="s.started_at")
         excluded = tuple(exclude)
@@ -226,9 +256,9 @@ class SessionArchive:
         root = self.lineage_root(session_id)
         with self._lock:
             rows = self._db.execute(
-                "WITH RECURSIVE tree(id) AS (SELECT ? UNION SELECT s.id FROM sessions s JOIN tree ON s.parent_session_id = tree.id)"
-                " SELECT id FROM tree",
-                (root,),
+                "WITH RECURSIVE tree(id) AS (SELECT ? UNION SELECT s.id FROM sessions s JOIN tree ON s.parent_session_id = tree.id"
+                f" WHERE {SESSION_SCOPE_CLAUSE}) SELECT id FROM tree",
+                (root, *self.scope.as_params()),
             ).fetchall()
         return [row[0] for row in rows]
 
@@ -245,11 +275,11 @@ class SessionArchive:
             # cycle written by hand into the database.
             rows = self._db.execute(
                 "WITH RECURSIVE up(start, id, parent, depth) AS ("
-                f" SELECT id, id, parent_session_id, 0 FROM sessions WHERE id IN ({','.join('?' * len(wanted))})"
+                f" SELECT id, id, parent_session_id, 0 FROM sessions WHERE id IN ({','.join('?' * len(wanted))}) AND {_SCOPED}"
                 " UNION ALL SELECT up.start, s.id, s.parent_session_id, up.depth + 1 FROM sessions s"
-                " JOIN up ON s.id = up.parent WHERE up.depth < 1000)"
+                f" JOIN up ON s.id = up.parent WHERE up.depth < 1000 AND {SESSION_SCOPE_CLAUSE})"
                 " SELECT start, id FROM up ORDER BY depth",
-                wanted,
+                (*wanted, *self.scope.as_params(), *self.scope.as_params()),
             ).fetchall()
         roots = {session_id: session_id for session_id in wanted}
         for start, ancestor in rows:
@@ -263,7 +293,9 @@ class SessionArchive:
         Returns the number of messages removed.
         """
         with self._lock, _db.write_transaction(self._db) as conn:
-            row = conn.execute("SELECT parent_session_id FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            row = conn.execute(
+                f"SELECT parent_session_id FROM sessions WHERE id = ? AND {_SCOPED}", (session_id, *self.scope.as_params())
+            ).fetchone()
             if row is None:
                 raise SessionNotFound(session_id)
             ids = [r[0] for r in conn.execute("SELECT id FROM messages WHERE session_id = ?", (session_id,))]
@@ -302,7 +334,7 @@ class SessionArchive:
         if not rows:
             return []
         with self._lock, _db.write_transaction(self._db) as conn:
-            if not conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone():
+            if not self._in_scope(conn, session_id):
                 raise SessionNotFound(session_id)
             first = conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0] + 1
             # One INSERT ... SELECT for the whole batch: the FTS triggers then run inside a single
@@ -352,15 +384,15 @@ class SessionArchive:
 
         With ``limit`` and ``newest_first`` the *last* ``limit`` messages are returned, still in order.
         """
-        clauses, params = ["session_id = ?"], [session_id]
+        clauses, params = ["m.session_id = ?", SESSION_SCOPE_CLAUSE], [session_id, *self.scope.as_params()]
         if after_id is not None:
-            clauses.append("id > ?")
+            clauses.append("m.id > ?")
             params.append(after_id)
         if before_id is not None:
-            clauses.append("id < ?")
+            clauses.append("m.id < ?")
             params.append(before_id)
         direction = "DESC" if newest_first else "ASC"
-        sql = f"SELECT * FROM messages WHERE {' AND '.join(clauses)} ORDER BY id {direction}"
+        sql = f"SELECT m.* FROM {_MESSAGES_IN_SESSIONS} WHERE {' AND '.join(clauses)} ORDER BY m.id {direction}"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
         with self._lock:
@@ -371,7 +403,10 @@ class SessionArchive:
     def get_message(self, message_id: int) -> StoredMessage | None:
         """One message by id, or ``None``."""
         with self._lock:
-            row = self._db.execute("SELECT * FROM messages WHERE id = ?", (message_id,)).fetchone()
+            row = self._db.execute(
+                f"SELECT m.* FROM {_MESSAGES_IN_SESSIONS} WHERE m.id = ? AND {SESSION_SCOPE_CLAUSE}",
+                (message_id, *self.scope.as_params()),
+            ).fetchone()
         return StoredMessage.from_row(row) if row else None
 
     def window(self, message_id: int, *, before: int = 5, after: int = 5) -> list[StoredMessage]:
@@ -384,9 +419,11 @@ class SessionArchive:
         return [*earlier, centre, *later]
 
     def count_messages(self) -> int:
-        """How many messages the archive holds."""
+        """How many messages this scope's sessions hold."""
         with self._lock:
-            return self._db.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
+            return self._db.execute(
+                f"SELECT COUNT(*) FROM {_MESSAGES_IN_SESSIONS} WHERE {SESSION_SCOPE_CLAUSE}", self.scope.as_params()
+            ).fetchone()[0]
 
     def import_jsonl(self, path: str | Path, *, source: str = "import") -> list[str]:
         """Import OpenAI-style message lists from a JSONL file; return the new session ids.
@@ -417,6 +454,7 @@ class SessionArchive:
             until=None if until is None else to_timestamp(until, "until"),
             exclude_sessions=tuple(self.lineage(exclude_session)) if exclude_session else (),
             sessions=(session_id,) if session_id else (),
+            scope=self.scope,
         )
 
     def _read_index(self, work: Callable[[Searcher], T]) -> T:

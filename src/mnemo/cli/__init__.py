@@ -31,6 +31,10 @@ def _common_options() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--home", default=argparse.SUPPRESS, help="mnemo home directory (default: $MNEMO_HOME or ~/.mnemo)")
     common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable JSON output")
+    # Whose memory a command reads and writes (settings user_id / agent_id / channel_id; see mnemo.scope).
+    common.add_argument("--user", default=argparse.SUPPRESS, help="scope: user id (default: the user_id setting)")
+    common.add_argument("--agent", default=argparse.SUPPRESS, help="scope: agent id (default: the agent_id setting)")
+    common.add_argument("--channel", default=argparse.SUPPRESS, help="scope: channel id (default: the channel_id setting)")
     return common
 
 
@@ -53,6 +57,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.home = getattr(args, "home", None)
     args.json = getattr(args, "json", False)
+    for option in ("user", "agent", "channel"):
+        setattr(args, option, getattr(args, option, None))
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="mnemo: %(message)s")
     try:
         return int(args.handler(args) or 0)

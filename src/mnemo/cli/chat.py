@@ -7,8 +7,8 @@ import sys
 import uuid
 
 from ..agent import AgentMemory
-from ..config import load_settings
 from ..loop import Conversation, ToolEvent
+from ._settings import settings_for
 
 
 def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -30,7 +30,7 @@ def _chat(args: argparse.Namespace) -> int:
         OpenAICompatibleLLM,  # here: importing openai costs most of a second
     )
 
-    settings = load_settings(args.home, llm_base_url=args.base_url, llm_model=args.model)
+    settings = settings_for(args, llm_base_url=args.base_url, llm_model=args.model)
     llm = OpenAICompatibleLLM.from_settings(settings)
     session = args.session or f"chat-{uuid.uuid4().hex[:12]}"
     with AgentMemory.open(session, settings=settings) as memory:

@@ -8,22 +8,18 @@ from pathlib import Path
 from typing import Any
 
 from .._time import iso
-from ..config import load_settings
 from ..embeddings import named_embedder
 from ..errors import InvalidArgument
 from ..graph.store import MemoryGraph
 from ..graph.transfer import export_json, export_markdown, import_json
-from ..graph.types import MemoryType, Relation, Scope
+from ..graph.types import MemoryType, Relation
 from ._output import CliError, lines, print_json, print_table
+from ._settings import settings_for
 
 
 def _graph(args: argparse.Namespace) -> MemoryGraph:
-    settings = load_settings(args.home)
-    return MemoryGraph(
-        settings.state_db,
-        scope=Scope(args.user or "", args.agent or "", args.channel or ""),
-        embedder=named_embedder(settings.graph_embedder),
-    )
+    settings = settings_for(args)
+    return MemoryGraph(settings.database_path, scope=settings.scope, embedder=named_embedder(settings.graph_embedder))
 
 
 def _parse_link(text: str) -> tuple[str, str, float]:
@@ -207,13 +203,8 @@ def _stats(args: argparse.Namespace) -> int:
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     """Add ``mnemo graph`` and its subcommands."""
-    scope = argparse.ArgumentParser(add_help=False)
-    scope.add_argument("--user", default=argparse.SUPPRESS, help="scope: user id")
-    scope.add_argument("--agent", default=argparse.SUPPRESS, help="scope: agent id")
-    scope.add_argument("--channel", default=argparse.SUPPRESS, help="scope: channel id")
-    parents = [common, scope]
+    parents = [common]
     group = subparsers.add_parser("graph", parents=parents, help="the memory graph: typed, connected memories")
-    group.set_defaults(user=None, agent=None, channel=None)
     actions = group.add_subparsers(dest="graph_command", metavar="ACTION", required=True)
     types, relations = ", ".join(t.value for t in MemoryType), ", ".join(r.value for r in Relation)
 

@@ -5,16 +5,16 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..config import load_settings
 from ..curated.entries import joined_length
 from ..curated.errors import MemoryOpError
 from ..curated.ops import Add, MemoryOp, MemoryOpOutcome, Remove, Replace, usage_text
 from ..curated.store import TARGETS, MemoryStore
 from ._output import CliError, lines, print_json
+from ._settings import settings_for
 
 
 def _store(args: argparse.Namespace) -> MemoryStore:
-    store = MemoryStore.from_settings(load_settings(args.home))
+    store = MemoryStore.from_settings(settings_for(args))
     store.load()
     return store
 

@@ -9,14 +9,14 @@ from typing import Any
 from .._time import iso
 from ..archive import SessionArchive
 from ..archive.importer import import_jsonl
-from ..config import load_settings
 from ..embeddings import named_embedder
 from ._output import CliError, lines, print_json, print_table, progress
+from ._settings import settings_for
 
 
 def _archive(args: argparse.Namespace) -> SessionArchive:
-    settings = load_settings(args.home)
-    return SessionArchive(settings.state_db, embedder=named_embedder(settings.archive_embedder))
+    settings = settings_for(args)
+    return SessionArchive(settings.database_path, embedder=named_embedder(settings.archive_embedder), scope=settings.scope)
 
 
 def _short(text: str, width: int = 100) -> str:

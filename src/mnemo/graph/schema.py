@@ -1,4 +1,4 @@
-"""The memory graph's tables in ``state.db`` (all prefixed ``graph_``), migrated forward only.
+"""The memory graph's tables in mnemo's database (all prefixed ``graph_``), migrated forward only.
 
 Memories have an integer ``seq`` as their rowid so the external-content FTS index keeps pointing at the
 right rows across ``VACUUM``; it never reuses a number, so "everything up to seq N is embedded" stays

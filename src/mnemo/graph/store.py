@@ -1,4 +1,4 @@
-"""The memory graph store: typed memories and their associations in ``state.db``.
+"""The memory graph store: typed memories and their associations in mnemo's database (``mnemo.db``).
 
 Every write is one ``BEGIN IMMEDIATE`` transaction (see :mod:`mnemo._db`), so several processes can
 share the database without losing each other's memories; the FTS index is kept in step by triggers, so
@@ -29,6 +29,7 @@ import numpy as np
 
 from .. import _db
 from .._time import to_timestamp
+from ..database import connect_owned
 from ..embeddings.queries import PrefetchedEmbedder, QueryVectors
 from ..errors import InvalidArgument
 from ..retrieval.names import name_key
@@ -102,7 +103,8 @@ def parse_time(value: Any, field: str) -> float | None:
 class MemoryGraph:
     """Typed memories with importance, timestamps, typed associations and hybrid recall.
 
-    ``database`` is a path to ``state.db`` (opened and owned here) or an open connection (borrowed:
+    ``database`` is a path to mnemo's database (opened and owned here, after
+    :func:`~mnemo.database.check_owned` found it to be mnemo's) or an open connection (borrowed:
     :meth:`close` leaves it open). Every read and write is confined to ``scope``. With
     ``embedder=None`` recall uses full text and the graph only, and is still complete. Each recall first
     embeds at most ``embed_per_recall`` pending memories.
@@ -122,7 +124,7 @@ class MemoryGraph:
             self._conn = database
             self._owns_connection = False
         else:
-            self._conn = _db.connect(database)
+            self._conn = connect_owned(database)
             self._owns_connection = True
         self.scope = scope if scope is not None else Scope()
         self.embedder = embedder

@@ -8,6 +8,7 @@ from typing import Any
 
 from .._time import iso
 from ..errors import InvalidArgument
+from ..scope import Scope
 
 
 class MemoryType(StrEnum):
@@ -100,25 +101,6 @@ def parse_unit_interval(value: Any, field_name: str) -> float:
     if not 0.0 <= number <= 1.0:  # also refuses NaN
         raise InvalidArgument(field_name, f"must be between 0 and 1, got {value!r}")
     return number
-
-
-@dataclass(frozen=True, slots=True)
-class Scope:
-    """Whose memory this is. One database serves several users, agents and channels; every query is
-    confined to exactly one scope (empty strings are a scope like any other, not a wildcard)."""
-
-    user_id: str = ""
-    agent_id: str = ""
-    channel_id: str = ""
-
-    def __post_init__(self) -> None:
-        for name in ("user_id", "agent_id", "channel_id"):
-            if not isinstance(getattr(self, name), str):
-                raise InvalidArgument(name, f"must be a string, got {type(getattr(self, name)).__name__}")
-
-    def as_dict(self) -> dict[str, str]:
-        """The three ids by name."""
-        return {"user_id": self.user_id, "agent_id": self.agent_id, "channel_id": self.channel_id}
 
 
 @dataclass(frozen=True, slots=True)

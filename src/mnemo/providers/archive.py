@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ..archive.store import SessionArchive
 from ..errors import MnemoError
 from ..llm import LLM
+from ..scope import Scope
 
 # The module, not its names: the tool imports the archive, so either may be imported first.
 from ..tools import session_search as _tool
@@ -29,9 +30,10 @@ TOOL_NAME = "session_search"
 class ArchiveProvider:
     """Provider wrapper around a :class:`SessionArchive`.
 
-    Give it an archive to borrow (it is never closed here), or the database path (or nothing), in
-    which case the archive is opened in :meth:`initialize` (at that path, else ``config["state_db"]``,
-    else the home's ``state.db``) and closed by :meth:`shutdown`.
+    Give it an archive to borrow (it is never closed here, and keeps its own scope), or the database
+    path (or nothing), in which case the archive is opened in :meth:`initialize` (at that path, else
+    ``config["database"]``, else the home's database, see :mod:`mnemo.database`) for ``scope`` (else
+    the config's ``user_id`` / ``agent_id`` / ``channel_id``) and closed by :meth:`shutdown`.
 
     With an ``embedder``, searches add a vector channel; new messages are embedded after each turn,
     on the provider's background thread.
@@ -48,6 +50,7 @@ class ArchiveProvider:
         path: str | os.PathLike[str] | None = None,
         summarizer: LLM | None = None,
         embedder: Embedder | None = None,
+        scope: Scope | None = None,
     ) -> None:
         if isinstance(archive, (str, os.PathLike)):
             archive, path = None, archive
@@ -57,6 +60,7 @@ class ArchiveProvider:
         self._archive = archive
         self._owned = archive is None
         self._path = Path(path) if path is not None else None
+        self._scope = scope
         self._session_id: str | None = None
         self._lock = threading.Lock()
         # Turns already archived in full by record_messages, so on_turn_complete does not store their
@@ -86,7 +90,8 @@ class ArchiveProvider:
         """Open the archive if needed and start (or continue) the session ``session_key``.
 
         ``config`` may carry ``source``, ``title``, ``model``, ``parent_session_id`` for the session
-        row, ``state_db`` / ``home`` to locate the database, and ``summarize`` (see the class).
+        row, ``database`` / ``home`` to locate the database, ``user_id`` / ``agent_id`` / ``channel_id``
+        for its scope (when none was given), and ``summarize`` (see the class).
         """
         config = dict(config or {})
         if config.get("summarize") and self._summarizer is None:
@@ -101,12 +106,13 @@ class ArchiveProvider:
                 log.warning("session_search summaries stay off: %s", exc)
         with self._lock:
             if self._archive is None or self._archive.closed and self._owned:
-                path = self._path or config.get("state_db")
+                path = self._path or config.get("database")
                 if path is None:
                     from ..config import load_settings
 
-                    path = load_settings(config.get("home")).state_db
-                self._archive = SessionArchive(path, embedder=self._embedder)
+                    path = load_settings(config.get("home")).database_path
+                scope = self._scope or Scope(**{k: config[k] for k in ("user_id", "agent_id", "channel_id") if k in config})
+                self._archive = SessionArchive(path, embedder=self._embedder, scope=scope)
                 self._owned = True
             self._archive.start_session(
                 session_key,

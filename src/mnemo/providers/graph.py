@@ -13,10 +13,10 @@ import logging
 import re
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._time import iso
+from ..database import database_path
 from ..embeddings import named_embedder
 from ..errors import ConfigError, MnemoError
 from ..graph.migrate_curated import TARGET_TYPES, curated_source, import_curated
@@ -42,7 +42,7 @@ class GraphProvider:
     """The memory graph's provider.
 
     Give it an open :class:`MemoryGraph` (borrowed: :meth:`shutdown` leaves it open), or let
-    :meth:`initialize` open one from its config: ``state_db`` (or ``home``, meaning ``home/state.db``),
+    :meth:`initialize` open one from its config: ``database`` (or ``home``, meaning that home's database),
     optional ``user_id`` / ``agent_id`` / ``channel_id`` (the scope), ``memories_dir`` (run the one-time
     curated import), ``context_chars`` (the per-turn budget), ``frozen_entries`` (the curated snapshot's
     entries, never repeated per turn).
@@ -76,15 +76,19 @@ class GraphProvider:
         frozen_entries: Callable[[], Iterable[str]] | Iterable[str] | None = None,
         embedder: Embedder | None = None,
     ) -> GraphProvider:
-        """A provider on ``settings.state_db`` that imports ``settings.memories_dir`` once and spends
-        ``settings.graph_context_chars`` per turn. ``frozen_entries`` may be a callable, read at
+        """A provider on ``settings.database_path``, in ``settings.scope``, that imports
+        ``settings.memories_dir`` once and spends ``settings.graph_context_chars`` per turn. ``frozen_entries`` may be a callable, read at
         :meth:`initialize` (after the curated snapshot is frozen). Without an ``embedder``, the one named by
         ``settings.graph_embedder`` is used. The per-provider config passed to :meth:`initialize` still
         overrides all of these."""
         if embedder is None:
             embedder = named_embedder(settings.graph_embedder)
         provider = cls(embedder=embedder, context_chars=settings.graph_context_chars)
-        provider._defaults = {"state_db": str(settings.state_db), "memories_dir": str(settings.memories_dir)}
+        provider._defaults = {
+            "database": str(settings.database_path),
+            "memories_dir": str(settings.memories_dir),
+            **settings.scope.as_dict(),
+        }
         if callable(frozen_entries):
             provider._frozen_source = frozen_entries
         elif frozen_entries is not None:
@@ -116,9 +120,9 @@ class GraphProvider:
                 raise ConfigError(f"graph provider: context_chars must be a non-negative integer, got {chars!r}")
             self.context_chars = chars
         if self._graph is None:
-            database = config.get("state_db") or (Path(config["home"]) / "state.db" if config.get("home") else None)
+            database = config.get("database") or (database_path(config["home"]) if config.get("home") else None)
             if database is None:
-                raise ConfigError("graph provider: config needs 'state_db' or 'home'")
+                raise ConfigError("graph provider: config needs 'database' or 'home'")
             self._graph = MemoryGraph(database, scope=scope, embedder=self._embedder)
             self._owns_graph = True
         elif scope_keys:

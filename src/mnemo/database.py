@@ -1,0 +1,160 @@
+"""Which database file in a home is mnemo's, and the check that keeps mnemo out of anyone else's.
+
+mnemo's archive and graph live in ``HOME/mnemo.db``. A home may hold other programs' files: with
+``MNEMO_HOME=~/.hermes`` it holds Hermes Agent's ``state.db``, whose tables even share names with
+mnemo's (``sessions``, ``messages``). So before mnemo writes anything to a database (before the WAL
+switch, before a ``CREATE TABLE``, before a migration) :func:`check_owned` opens the file read-only and
+inspects it:
+
+- no file, an empty file or a database without tables: mnemo's to create;
+- every table belongs to a component recorded in ``schema_versions`` (``archive``: ``sessions``,
+  ``messages`` and ``message*`` tables; ``graph``: ``graph_*`` tables) and every recorded version is one
+  this code knows: mnemo's;
+- a recorded component or version this code does not know: :class:`DatabaseTooNew`;
+- anything else (a table no mnemo component accounts for, a file that is not SQLite):
+  :class:`ForeignDatabase`.
+
+Both errors are one line naming the file, and the file is left exactly as it was.
+
+A home made by mnemo 0.1 keeps its database under the old name ``state.db``. :func:`database_path`
+keeps using that file when ``mnemo.db`` does not exist and ``state.db`` is recognisably mnemo's (its
+``schema_versions`` rows and nothing foreign); it is never renamed, since another process may hold it
+open. Any other ``state.db`` is only ever read, through an immutable read-only handle that cannot
+create journal files beside it, and only while ``mnemo.db`` does not exist yet.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping
+from pathlib import Path
+from urllib.parse import quote
+
+from . import _db
+
+DATABASE_FILENAME = "mnemo.db"
+LEGACY_DATABASE_FILENAME = "state.db"
+
+_ARCHIVE_TABLES = ("sessions", "messages")
+_ARCHIVE_PREFIX = "message"  # messages_fts and its shadow tables, messages_cjk*, message_vectors
+_GRAPH_PREFIX = "graph_"
+
+
+class ForeignDatabase(_db.DatabaseError):
+    """A database file mnemo would use belongs to another program (or is not SQLite); it is left untouched."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        self.path = path
+        super().__init__(f"{path} is not mnemo's database ({reason}); mnemo leaves it untouched")
+
+
+class DatabaseTooNew(_db.DatabaseError):
+    """The database was written by a newer mnemo than this one; it is left untouched."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        self.path = path
+        super().__init__(f"{path} was written by a newer mnemo ({reason}); upgrade mnemo to use it")
+
+
+def known_versions() -> dict[str, int]:
+    """The schema version of each component this code can open (the latest it migrates to)."""
+    from .archive import schema as archive_schema
+    from .graph import schema as graph_schema
+
+    return {
+        archive_schema.COMPONENT: len(archive_schema.MIGRATIONS),
+        graph_schema.COMPONENT: len(graph_schema.MIGRATIONS),
+    }
+
+
+def _owner(table: str) -> str | None:
+    if table in _ARCHIVE_TABLES or table.startswith(_ARCHIVE_PREFIX):
+        return "archive"
+    if table.startswith(_GRAPH_PREFIX):
+        return "graph"
+    return None
+
+
+def _read_only(path: Path, *, immutable: bool) -> sqlite3.Connection:
+    # immutable=1 takes no locks and never creates -wal/-shm files: right for a file that may be another
+    # program's. mode=ro still honours a live WAL, which mnemo's own busy database needs for a true read.
+    flag = "immutable=1" if immutable else "mode=ro"
+    return sqlite3.connect(f"file:{quote(str(path))}?{flag}", uri=True, isolation_level=None)
+
+
+def _inspect(path: Path, *, immutable: bool) -> tuple[list[str], dict[str, int]]:
+    """The tables (and views) of ``path`` and its ``schema_versions`` rows, read without writing."""
+    conn = _read_only(path, immutable=immutable)
+    try:
+        tables = [
+            row[0]
+            for row in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite%'"
+            )
+        ]
+        versions: dict[str, int] = {}
+        if "schema_versions" in tables:
+            versions = {str(c): int(v) for c, v in conn.execute("SELECT component, version FROM schema_versions")}
+        return tables, versions
+    finally:
+        conn.close()
+
+
+def check_owned(
+    path: str | Path, known: Mapping[str, int] | None = None, *, immutable: bool = False
+) -> dict[str, int]:
+    """Raise :class:`ForeignDatabase` or :class:`DatabaseTooNew` unless ``path`` is mnemo's to open and
+    write (or does not exist yet); return its recorded schema versions (empty for a new database).
+    Reads only; never creates or changes a file."""
+    path = Path(path)
+    try:
+        if path.stat().st_size == 0:
+            return {}
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise _db.DatabaseError(f"cannot read {path}: {exc.strerror}") from exc
+    try:
+        tables, versions = _inspect(path, immutable=immutable)
+    except sqlite3.DatabaseError as exc:
+        raise ForeignDatabase(path, f"not a readable SQLite database: {exc}") from exc
+    if not tables:
+        return {}
+    unowned = sorted(t for t in tables if t != "schema_versions" and _owner(t) not in versions)
+    if unowned:
+        shown = ", ".join(unowned[:5]) + (", …" if len(unowned) > 5 else "")
+        raise ForeignDatabase(path, f"tables not made by mnemo: {shown}")
+    if not versions:
+        raise ForeignDatabase(path, "no mnemo schema versions recorded")
+    known = known_versions() if known is None else known
+    for component, version in sorted(versions.items()):
+        if component not in known:
+            raise DatabaseTooNew(path, f"unknown component {component!r}")
+        if version > known[component]:
+            raise DatabaseTooNew(path, f"{component} schema {version}, this mnemo knows {known[component]}")
+    return versions
+
+
+def _is_mnemo_legacy(path: Path) -> bool:
+    try:
+        return bool(check_owned(path, immutable=True))
+    except _db.DatabaseError:
+        return False
+
+
+def database_path(home: str | Path) -> Path:
+    """mnemo's database in ``home``: ``mnemo.db``, or the ``state.db`` of a mnemo 0.1 home (see above)."""
+    home = Path(home)
+    current = home / DATABASE_FILENAME
+    if current.exists():
+        return current
+    legacy = home / LEGACY_DATABASE_FILENAME
+    if legacy.is_file() and _is_mnemo_legacy(legacy):
+        return legacy
+    return current
+
+
+def connect_owned(path: str | Path) -> sqlite3.Connection:
+    """:func:`mnemo._db.connect` for writing, after :func:`check_owned` found the file to be mnemo's."""
+    check_owned(path)
+    return _db.connect(path)
