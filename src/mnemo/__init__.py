@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .agent import AgentMemory, SessionStateError
+from .archive import Hit, SessionHits, SessionInfo, StoredMessage
 from .config import Settings, load_settings, resolve_home
 from .curated import (
     DEFAULT_MEMORY_CHAR_LIMIT,
@@ -29,7 +30,10 @@ from .curated import (
     Remove,
     Replace,
 )
-from .errors import ConfigError, InvalidArgument, MnemoError
+from .database import DATABASE_FILENAME, DatabaseTooNew, ForeignDatabase
+from .errors import ConfigError, InvalidArgument, MnemoError, TierUnavailable
+from .graph import Association, Memory, MemoryNotFound, MemoryType, Relation
+from .graph.recalled import RecalledMemory
 from .llm import (
     LLM,
     ChatResponse,
@@ -57,6 +61,7 @@ from .safety import (
     scan,
     scrub_memory_context,
 )
+from .scope import Scope
 from .tools.memory import MEMORY_TOOL_SCHEMA, handle_memory_call
 
 __version__ = "0.1.0"
@@ -75,6 +80,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "DATABASE_FILENAME",
     "DEFAULT_MEMORY_CHAR_LIMIT",
     "DEFAULT_USER_CHAR_LIMIT",
     "ENTRY_DELIMITER",
@@ -84,24 +90,31 @@ __all__ = [
     "Add",
     "AgentMemory",
     "AmbiguousMatch",
+    "Association",
     "BaseProvider",
     "BlockedContent",
     "ChatResponse",
     "ConfigError",
     "ContextScrubber",
     "Conversation",
+    "DatabaseTooNew",
     "DelimiterInContent",
     "EmptyContent",
     "Finding",
+    "ForeignDatabase",
+    "Hit",
     "InvalidArgument",
     "LLMError",
     "LLMNotConfigured",
+    "Memory",
     "MemoryFileDrifted",
+    "MemoryNotFound",
     "MemoryOpError",
     "MemoryOpOutcome",
     "MemoryProvider",
     "MemoryReadFailed",
     "MemoryStore",
+    "MemoryType",
     "MemoryWriteFailed",
     "MnemoError",
     "NoMatchingEntry",
@@ -110,12 +123,19 @@ __all__ = [
     "ProviderCapabilities",
     "ProviderError",
     "ProviderRegistry",
+    "RecalledMemory",
+    "Relation",
     "Remove",
     "Replace",
+    "Scope",
     "ScriptedLLM",
     "ScriptedToolCall",
+    "SessionHits",
+    "SessionInfo",
     "SessionStateError",
     "Settings",
+    "StoredMessage",
+    "TierUnavailable",
     "ToolCall",
     "ToolEvent",
     "Turn",

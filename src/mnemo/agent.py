@@ -21,20 +21,27 @@ import logging
 import os
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict
 from typing import Any
 
+from .agent_api import TypedMemoryAPI
 from .config import Settings, load_settings
 from .curated import MemoryStore
+from .curated.entries import joined_length
+from .curated.errors import BlockedContent, MemoryOpError
+from .curated.ops import MemoryOpOutcome
+from .curated.store import check_target
 from .embeddings import named_embedder
 from .errors import InvalidArgument, MnemoError
 from .providers import ArchiveProvider, GraphProvider, MemoryProvider, ProviderRegistry
+from .providers.registry import message_text
 from .safety import build_memory_context_block, inject_memory_context, scan
-from .tools._json import failure, success
+from .tools._json import failure
 from .tools.memory import (
     MEMORY_TOOL_SCHEMA,
     MemoryCall,
-    execute_memory_call,
+    apply_memory_call,
+    memory_refusal,
+    memory_result,
     parse_memory_call,
 )
 
@@ -48,12 +55,17 @@ class SessionStateError(MnemoError, RuntimeError):
     :meth:`AgentMemory.close`, or a second ``start_session`` on the same object."""
 
 
-class AgentMemory:
+class AgentMemory(TypedMemoryAPI):
     """Memory for one agent session: curated blocks, providers, tools and per-turn context.
 
     ``home`` and ``**settings`` override ``MNEMO_HOME/config.toml`` and the environment (see
-    :mod:`mnemo.config`). ``providers`` are extra :class:`~mnemo.providers.MemoryProvider` objects,
+    :mod:`mnemo.config`); ``user_id``, ``agent_id`` and ``channel_id`` set whose memory this is (see
+    :mod:`mnemo.scope`). ``providers`` are extra :class:`~mnemo.providers.MemoryProvider` objects,
     registered after the built-in archive and graph. Calls from several threads are safe.
+
+    Besides the agent-loop calls, the typed API (``remember``, ``recall``, ``forget``, ``relate``,
+    ``search_sessions``, ``curated_edit`` and their ``a``-prefixed async twins) is documented in
+    :mod:`mnemo.agent_api`.
     """
 
     def __init__(
@@ -82,7 +94,8 @@ class AgentMemory:
 
     @classmethod
     def open(cls, session_key: str, home: str | os.PathLike[str] | None = None, **kwargs: Any) -> AgentMemory:
-        """Construct and :meth:`start_session` in one call."""
+        """Construct and :meth:`start_session` in one call; ``kwargs`` as for the constructor, e.g.
+        ``AgentMemory.open("s1", user_id="alice", agent_id="support")``."""
         memory = cls(home, **kwargs)
         try:
             memory.start_session(session_key)
@@ -156,26 +169,26 @@ class AgentMemory:
 
     # -- turns --------------------------------------------------------------------------------
 
-    def prepare_messages(self, user_message: str, messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-        """The message list for this turn's API call.
+    def prepare_messages(self, user_message: str, history: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """The message list for this turn's API call: a copy of ``history`` that ends with the current
+        user message, which alone carries the providers' fenced context.
 
-        ``messages`` is the stored history ending with the current user message. Providers' context is
-        fenced and appended to a copy of that last user message; ``messages`` is never modified.
+        ``history`` may already end with the current message (a last item with role ``user`` whose text is
+        exactly ``user_message``; for multipart content, its text parts joined by newlines): that item is the one that carries the context. Otherwise the current
+        message is appended to the copy as ``{"role": "user", "content": user_message}`` and carries it.
+        An earlier user message never does. ``history`` itself is never modified.
         """
         self._require_session()
         if not isinstance(user_message, str):
             raise InvalidArgument("user_message", f"must be a string, got {type(user_message).__name__}")
         self.store.new_turn()
-        api_messages = [dict(message) for message in messages]
-        block = build_memory_context_block(self.registry.enrich_turn(user_message, messages))
-        if not block:
-            return api_messages
-        for index in range(len(api_messages) - 1, -1, -1):
-            if api_messages[index].get("role") == "user":
-                api_messages[index]["content"] = inject_memory_context(api_messages[index].get("content", ""), block)
-                break
-        else:
-            log.warning("prepare_messages: no user message to carry the memory context; left out")
+        api_messages = [dict(message) for message in history]
+        last = api_messages[-1] if api_messages else None
+        if last is None or last.get("role") != "user" or message_text(last.get("content")) != user_message:
+            api_messages.append({"role": "user", "content": user_message})
+        block = build_memory_context_block(self.registry.enrich_turn(user_message, api_messages))
+        if block:
+            api_messages[-1]["content"] = inject_memory_context(api_messages[-1]["content"], block)
         return api_messages
 
     def handle_tool_call(self, name: str, arguments: Any) -> str:
@@ -187,31 +200,39 @@ class AgentMemory:
             call = parse_memory_call(arguments)
         except InvalidArgument as exc:
             return failure(f"invalid argument {exc.field}: {exc.problem}", field=exc.field)
-        if self.registry.suppresses_local_writes(call.target):
-            result = self._delegated_write(call)
-        else:
-            result = execute_memory_call(self.store, call)
-        if json.loads(result).get("success"):
-            for op in call.operations:
-                self.registry.on_memory_write(
-                    op.action, call.target, getattr(op, "content", ""), getattr(op, "old_text", None)
-                )
-        return result
+        try:
+            outcome = self._edit_curated(call)
+        except (InvalidArgument, MemoryOpError) as exc:
+            return memory_refusal(self.store, call, exc)
+        return memory_result(outcome)
 
-    def _delegated_write(self, call: MemoryCall) -> str:
+    def _edit_curated(self, call: MemoryCall) -> MemoryOpOutcome:
+        """Apply a curated edit (the ``memory`` tool and :meth:`curated_edit` both come here) and mirror
+        each accepted operation to the providers."""
+        self._require_session()
+        if self.registry.suppresses_local_writes(call.target):
+            outcome = self._delegated_write(call)
+        else:
+            outcome = apply_memory_call(self.store, call)
+        for op in call.operations:
+            self.registry.on_memory_write(op.action, call.target, getattr(op, "content", ""), getattr(op, "old_text", None))
+        return outcome
+
+    def _delegated_write(self, call: MemoryCall) -> MemoryOpOutcome:
         # A provider owns this target's storage; the local file stays untouched, but the content is
         # scanned all the same, since the provider may feed it back into a prompt.
+        target = check_target(call.target)
+        entries = self.store.entries(target)
         for op in call.operations:
             findings = scan(getattr(op, "content", "") or "")
             if findings:
-                categories = sorted({finding.category for finding in findings})
-                return failure(
-                    f"content blocked by the threat scan ({', '.join(categories)}); nothing was written",
-                    findings=[asdict(finding) for finding in findings],
-                )
-        return success(
-            target=call.target,
-            message=f"{len(call.operations)} operation(s) handed to the memory provider for {call.target!r}",
+                raise BlockedContent(findings, target=target, current_entries=entries, char_limit=self.store.char_limit(target))
+        return MemoryOpOutcome(
+            target=target,
+            message=f"{len(call.operations)} operation(s) handed to the memory provider for {target!r}",
+            entry_count=len(entries),
+            used_chars=joined_length(entries),
+            char_limit=self.store.char_limit(target),
         )
 
     def turn_complete(

@@ -23,3 +23,8 @@ class InvalidArgument(MnemoError, ValueError):
         self.field = field
         self.problem = problem
         super().__init__(f"{field}: {problem}")
+
+
+class TierUnavailable(MnemoError, RuntimeError):
+    """A call needs a memory tier this :class:`~mnemo.AgentMemory` does not have: the session archive or
+    the memory graph is disabled in the settings, or its provider failed to start (see the log)."""

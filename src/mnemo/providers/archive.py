@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..archive.records import SessionHits
 from ..archive.store import SessionArchive
 from ..errors import MnemoError
 from ..llm import LLM
@@ -145,6 +146,13 @@ class ArchiveProvider:
         return _tool.handle_session_search(
             self._archive, arguments, current_session_id=self._session_id, summarizer=self._summarizer
         )
+
+    def discover(self, query: str, **filters: Any) -> list[SessionHits]:
+        """Search past sessions as the tool's ``discover`` action does (see
+        :func:`mnemo.tools.session_search.discover`), leaving out the current session's lineage."""
+        if self._archive is None or self._archive.closed:
+            raise MnemoError("the session archive is not open")
+        return _tool.discover(self._archive, query, current_session_id=self._session_id, **filters)
 
     def record_messages(self, session_id: str | None, messages: Sequence[Mapping[str, Any]]) -> list[int]:
         """Archive a full message list (tool calls and results included) for ``session_id``

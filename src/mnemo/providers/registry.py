@@ -379,10 +379,12 @@ def _normalise(message: Any) -> dict[str, str]:
         role, content = message.get("role"), message.get("content")
     else:
         role, content = getattr(message, "role", None), getattr(message, "content", None)
-    return {"role": "" if role is None else str(role), "content": _text(content)}
+    return {"role": "" if role is None else str(role), "content": message_text(content)}
 
 
-def _text(content: Any) -> str:
+def message_text(content: Any) -> str:
+    """The text of a message's ``content``: a string as it is, the text parts of multipart content
+    joined by newlines (images and the like skipped)."""
     if content is None:
         return ""
     if isinstance(content, str):

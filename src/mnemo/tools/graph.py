@@ -10,15 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .._time import iso
 from ..errors import InvalidArgument, MnemoError
 from ..graph.errors import BlockedContent
+from ..graph.recalled import DEFAULT_RECALL_LIMIT, MAX_RECALL_LIMIT, recall_memories
 from ..graph.store import MemoryGraph
 from ..graph.types import MemoryType, Relation
 from ._json import failure, parse_arguments, success
-
-MAX_RECALL_LIMIT = 50
-DEFAULT_RECALL_LIMIT = 8
 
 _TYPES = [t.value for t in MemoryType]
 _RELATIONS = [r.value for r in Relation]
@@ -135,44 +132,17 @@ def _optional_string(args: Mapping[str, Any], name: str) -> str | None:
 
 def _recall(graph: MemoryGraph, args: dict[str, Any]) -> str:
     _check_keys(args, RECALL_TOOL_SCHEMA)
-    types = args.get("types")
-    if isinstance(types, str):
-        types = [types]
-    if types is not None and not isinstance(types, list):
-        raise InvalidArgument("types", f"must be a list of memory types, got {type(types).__name__}")
-    limit = args.get("limit", DEFAULT_RECALL_LIMIT)
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_RECALL_LIMIT:
-        raise InvalidArgument("limit", f"must be an integer between 1 and {MAX_RECALL_LIMIT}")
-    history = args.get("include_history", False)
-    if not isinstance(history, bool):
-        raise InvalidArgument("include_history", "must be true or false")
-    results = graph.recall(
+    found = recall_memories(
+        graph,
         args["query"],
-        limit=limit,
-        types=types,
+        limit=args.get("limit", DEFAULT_RECALL_LIMIT),
+        types=args.get("types"),
         since=_optional_string(args, "since"),
         until=_optional_string(args, "until"),
-        include_superseded=history,
+        include_history=args.get("include_history", False),
     )
-    found = []
-    for result in results:
-        memory = result.memory
-        item = {
-            "id": memory.id,
-            "type": memory.type.value,
-            "date": iso(memory.created_at),
-            "content": memory.content,
-            "importance": memory.importance,
-            "score": round(result.score, 4),
-            "found_by": sorted(result.channels),
-        }
-        if memory.subject:
-            item["subject"] = memory.subject
-        if memory.superseded_by:
-            item["superseded_by"] = memory.superseded_by
-        found.append(item)
     message = f"{len(found)} memories found." if found else "No matching memories."
-    return success(count=len(found), results=found, message=message)
+    return success(count=len(found), results=[memory.as_tool_dict() for memory in found], message=message)
 
 
 def _remember(graph: MemoryGraph, args: dict[str, Any]) -> str:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..curated.errors import MemoryOpError, NoMatchingEntry, OverBudget
-from ..curated.ops import Add, MemoryOp, Remove, Replace
+from ..curated.ops import Add, MemoryOp, MemoryOpOutcome, Remove, Replace
 from ..curated.store import TARGETS, MemoryStore, check_target
 from ..errors import InvalidArgument
 from ._json import failure, parse_arguments, success
@@ -137,28 +137,43 @@ def _counted(exc: MemoryOpError, batch: bool) -> bool:
     return batch or isinstance(exc, (NoMatchingEntry, OverBudget))
 
 
-def execute_memory_call(store: MemoryStore, call: MemoryCall) -> str:
-    """Apply a parsed call to ``store`` and return the JSON result, braking repeated failures."""
-    try:
-        if call.batch:
-            outcome = store.apply_batch(call.target, call.operations)
-        else:
-            outcome = store.apply(call.target, call.operations[0])
-    except InvalidArgument as exc:
-        return failure(f"invalid argument {exc.field}: {exc.problem}", field=exc.field)
-    except MemoryOpError as exc:
-        if _counted(exc, call.batch):
-            count = store.count_failure()
-            if count >= RETRY_BRAKE_AT:
-                # No entries or hints here: anything actionable would invite yet another attempt.
-                return failure(_STOP_RETRYING.format(count=count), target=call.target, stop_retrying=True)
-        message = str(exc)
-        if exc.op_index is not None:
-            message = f"batch refused at operation {exc.op_index}, nothing applied: {message}"
-        return failure(message, **exc.details())
+def apply_memory_call(store: MemoryStore, call: MemoryCall) -> MemoryOpOutcome:
+    """Apply a parsed call to ``store``: one operation, or a batch as one all-or-nothing write.
+    Raises :class:`MemoryOpError` (or :class:`InvalidArgument`) on refusal, writing nothing."""
+    if call.batch:
+        return store.apply_batch(call.target, call.operations)
+    return store.apply(call.target, call.operations[0])
+
+
+def memory_result(outcome: MemoryOpOutcome) -> str:
+    """The JSON the model sees for an accepted edit."""
     return success(
         target=outcome.target, usage=outcome.usage, entry_count=outcome.entry_count, message=outcome.message
     )
+
+
+def memory_refusal(store: MemoryStore, call: MemoryCall, exc: InvalidArgument | MemoryOpError) -> str:
+    """The JSON the model sees for a refused edit, braking repeated failures within a turn."""
+    if isinstance(exc, InvalidArgument):
+        return failure(f"invalid argument {exc.field}: {exc.problem}", field=exc.field)
+    if _counted(exc, call.batch):
+        count = store.count_failure()
+        if count >= RETRY_BRAKE_AT:
+            # No entries or hints here: anything actionable would invite yet another attempt.
+            return failure(_STOP_RETRYING.format(count=count), target=call.target, stop_retrying=True)
+    message = str(exc)
+    if exc.op_index is not None:
+        message = f"batch refused at operation {exc.op_index}, nothing applied: {message}"
+    return failure(message, **exc.details())
+
+
+def execute_memory_call(store: MemoryStore, call: MemoryCall) -> str:
+    """Apply a parsed call to ``store`` and return the JSON result, braking repeated failures."""
+    try:
+        outcome = apply_memory_call(store, call)
+    except (InvalidArgument, MemoryOpError) as exc:
+        return memory_refusal(store, call, exc)
+    return memory_result(outcome)
 
 
 def handle_memory_call(store: MemoryStore, arguments: Any) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..archive.records import SessionHits
 from ..archive.store import SessionArchive, SessionNotFound
 from ..archive.summary import summarize_hits
 from ..errors import InvalidArgument, MnemoError
@@ -88,21 +89,52 @@ def _text(args: dict[str, Any], name: str, *, choices: tuple[str, ...] | None = 
     return value
 
 
-def _discover(archive: SessionArchive, args: dict[str, Any], current: str | None, summarizer: LLM | None) -> str:
-    query = _text(args, "query")
-    if query is None:
+def _when(args: dict[str, Any], name: str) -> Any:
+    # The model sends ISO text; code may pass a datetime or Unix seconds, which the archive checks.
+    value = args.get(name)
+    return _text(args, name) if value is None or isinstance(value, str) else value
+
+
+def discover(
+    archive: SessionArchive,
+    query: Any,
+    *,
+    current_session_id: str | None = None,
+    limit: Any = None,
+    role: Any = None,
+    source: Any = None,
+    since: Any = None,
+    until: Any = None,
+    sort: Any = None,
+    window: Any = None,
+) -> list[SessionHits]:
+    """The ``discover`` action as a call, shared by the tool and :meth:`mnemo.AgentMemory.search_sessions`:
+    the arguments are checked as the tool's (``limit`` 1-20, default 5; ``window`` 0-20, default 1), then
+    ``archive`` is searched leaving out ``current_session_id`` and its lineage."""
+    args = {"query": query, "limit": limit, "role": role, "source": source, "since": since, "until": until,
+            "sort": sort, "window": window}  # fmt: skip
+    text = _text(args, "query")
+    if text is None:
         raise InvalidArgument("query", "is required for action 'discover' (use action 'browse' to list sessions)")
-    groups = archive.search(
-        query,
+    return archive.search(
+        text,
         limit=_integer(args, "limit", 5, 1, 20),
         role=_text(args, "role", choices=ROLES),
         source=_text(args, "source"),
-        since=_text(args, "since"),
-        until=_text(args, "until"),
+        since=_when(args, "since"),
+        until=_when(args, "until"),
         sort=_text(args, "sort", choices=SORTS) or "relevance",
         context=_integer(args, "window", 1, 0, 20),
-        exclude_session=current,
+        exclude_session=current_session_id,
     )
+
+
+def _discover(archive: SessionArchive, args: dict[str, Any], current: str | None, summarizer: LLM | None) -> str:
+    query = _text(args, "query")
+    groups = discover(
+        archive, query, current_session_id=current,
+        **{name: args.get(name) for name in ("limit", "role", "source", "since", "until", "sort", "window")},
+    )  # fmt: skip
     sessions = [group.to_dict(max_chars=MAX_MESSAGE_CHARS) for group in groups]
     fields: dict[str, Any] = {"query": query, "count": len(sessions), "sessions": sessions}
     if not sessions:

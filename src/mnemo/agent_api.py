@@ -1,0 +1,212 @@
+"""The typed Python API of :class:`~mnemo.AgentMemory`: remember, recall, forget, relate, search past
+sessions and edit the curated memory from code, with records in and out instead of JSON.
+
+Every method goes through the same functions as the model's tools (``remember`` / ``recall`` /
+``relate`` / ``forget``, ``session_search``, ``memory``): the same validation, the same scope, the same
+mirroring of curated edits into the providers. Refusals are typed exceptions
+(:class:`~mnemo.errors.InvalidArgument`, :class:`~mnemo.graph.MemoryNotFound`,
+:class:`~mnemo.curated.MemoryOpError` and its kinds, :class:`~mnemo.errors.TierUnavailable`), never JSON.
+
+Each method has an ``a``-prefixed async twin that runs the same call in a worker thread
+(:func:`asyncio.to_thread`), so an event loop keeps running while SQLite, the embedder or a provider works.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .archive.records import SessionHits
+from .curated.ops import MemoryOp, MemoryOpOutcome
+from .errors import InvalidArgument, TierUnavailable
+from .graph.recalled import DEFAULT_RECALL_LIMIT, RecalledMemory, recall_memories
+from .graph.types import Association, Memory, MemoryType
+from .providers import ArchiveProvider, GraphProvider
+from .tools.memory import MemoryCall
+
+if TYPE_CHECKING:
+    from .graph.store import Link, MemoryGraph
+    from .providers.registry import ProviderRegistry
+
+
+class TypedMemoryAPI:
+    """Mixed into :class:`~mnemo.AgentMemory`; see the module for the contract."""
+
+    registry: ProviderRegistry
+
+    # Provided by AgentMemory.
+    def _require_session(self) -> None:
+        raise NotImplementedError
+
+    def _edit_curated(self, call: MemoryCall) -> MemoryOpOutcome:
+        raise NotImplementedError
+
+    def _graph(self) -> MemoryGraph:
+        self._require_session()
+        provider = next((p for p in self.registry.providers if isinstance(p, GraphProvider)), None)
+        if provider is None:
+            raise TierUnavailable("the memory graph is not available (graph_enabled is off, or it failed to start)")
+        return provider.graph
+
+    def _archive(self) -> ArchiveProvider:
+        self._require_session()
+        provider = next((p for p in self.registry.providers if isinstance(p, ArchiveProvider)), None)
+        if provider is None or provider.archive is None or provider.archive.closed:
+            raise TierUnavailable("the session archive is not available (archive_enabled is off, or it failed to start)")
+        return provider
+
+    # -- the memory graph ---------------------------------------------------------------------
+
+    def remember(
+        self,
+        content: str,
+        *,
+        type: MemoryType | str = MemoryType.FACT,
+        importance: float | None = None,
+        subject: str = "",
+        relations: Iterable[Link] = (),
+    ) -> Memory:
+        """Save one memory in this session's scope and return it as stored.
+
+        ``type`` is a :class:`~mnemo.graph.MemoryType` (or its name); ``importance`` 0..1 defaults by
+        type; ``subject`` names who it is about (``"user"``, a person's name); ``relations`` are edges to
+        existing memories, ``(target_id, relation)`` or ``(target_id, relation, weight)``, where an
+        ``"updates"`` edge supersedes the target. Content is scanned: a threat raises
+        :class:`~mnemo.graph.BlockedContent` and nothing is saved.
+        """
+        return self._graph().remember(
+            content, type, importance=importance, subject=subject, relations=list(relations)
+        )
+
+    def recall(
+        self,
+        query: str,
+        *,
+        limit: int = DEFAULT_RECALL_LIMIT,
+        types: str | Iterable[str] | None = None,
+        since: Any = None,
+        until: Any = None,
+        include_history: bool = False,
+    ) -> list[RecalledMemory]:
+        """The memories of this session's scope most relevant to ``query``, best first (see
+        :func:`~mnemo.graph.recalled.recall_memories` for the arguments)."""
+        return recall_memories(
+            self._graph(), query, limit=limit, types=types, since=since, until=until, include_history=include_history
+        )
+
+    def forget(self, memory_id: str) -> Memory:
+        """Stop recalling memory ``memory_id`` (kept in history); returns it. An id of another scope is
+        unknown here: :class:`~mnemo.graph.MemoryNotFound`."""
+        return self._graph().forget(memory_id)
+
+    def relate(self, source_id: str, target_id: str, relation: str, weight: float = 1.0) -> Association:
+        """Add (or re-weight) the edge ``source --relation--> target`` between two memories of this scope."""
+        return self._graph().relate(source_id, target_id, relation, weight)
+
+    # -- the session archive ------------------------------------------------------------------
+
+    def search_sessions(
+        self,
+        query: str,
+        *,
+        limit: int = 5,
+        role: str | None = None,
+        source: str | None = None,
+        since: Any = None,
+        until: Any = None,
+        sort: str = "relevance",
+        window: int = 1,
+    ) -> list[SessionHits]:
+        """Past sessions of this scope matching ``query``, best first, each with its matching messages and
+        ``window`` neighbours around each; the current session and its lineage are left out, as for the
+        ``session_search`` tool (same arguments as its ``discover`` action)."""
+        provider = self._archive()
+        return provider.discover(
+            query, limit=limit, role=role, source=source, since=since, until=until, sort=sort, window=window
+        )
+
+    # -- curated memory -----------------------------------------------------------------------
+
+    def curated_edit(self, target: str, *operations: MemoryOp) -> MemoryOpOutcome:
+        """Edit curated memory ``target`` (``"memory"`` or ``"user"``) with :class:`~mnemo.Add`,
+        :class:`~mnemo.Replace` and :class:`~mnemo.Remove` operations, exactly as the ``memory`` tool
+        does: one operation, or several applied in order as one all-or-nothing write. The change is on
+        disk at once and mirrored to the providers; the system prompt shows it from the next session.
+        A refusal raises a :class:`~mnemo.MemoryOpError` kind and writes nothing."""
+        if not operations:
+            raise InvalidArgument("operations", "give at least one Add, Replace or Remove")
+        bad = next((op for op in operations if not hasattr(op, "action")), None)
+        if bad is not None:
+            raise InvalidArgument("operations", f"must be Add, Replace or Remove, got {type(bad).__name__}")
+        return self._edit_curated(MemoryCall(target, tuple(operations), batch=len(operations) > 1))
+
+    # -- async twins --------------------------------------------------------------------------
+
+    async def aremember(
+        self,
+        content: str,
+        *,
+        type: MemoryType | str = MemoryType.FACT,
+        importance: float | None = None,
+        subject: str = "",
+        relations: Iterable[Link] = (),
+    ) -> Memory:
+        """:meth:`remember` without blocking the event loop."""
+        return await asyncio.to_thread(
+            self.remember, content, type=type, importance=importance, subject=subject, relations=list(relations)
+        )
+
+    async def arecall(
+        self,
+        query: str,
+        *,
+        limit: int = DEFAULT_RECALL_LIMIT,
+        types: str | Iterable[str] | None = None,
+        since: Any = None,
+        until: Any = None,
+        include_history: bool = False,
+    ) -> list[RecalledMemory]:
+        """:meth:`recall` without blocking the event loop."""
+        return await asyncio.to_thread(
+            self.recall, query, limit=limit, types=types, since=since, until=until, include_history=include_history
+        )
+
+    async def aforget(self, memory_id: str) -> Memory:
+        """:meth:`forget` without blocking the event loop."""
+        return await asyncio.to_thread(self.forget, memory_id)
+
+    async def arelate(self, source_id: str, target_id: str, relation: str, weight: float = 1.0) -> Association:
+        """:meth:`relate` without blocking the event loop."""
+        return await asyncio.to_thread(self.relate, source_id, target_id, relation, weight)
+
+    async def asearch_sessions(
+        self,
+        query: str,
+        *,
+        limit: int = 5,
+        role: str | None = None,
+        source: str | None = None,
+        since: Any = None,
+        until: Any = None,
+        sort: str = "relevance",
+        window: int = 1,
+    ) -> list[SessionHits]:
+        """:meth:`search_sessions` without blocking the event loop."""
+        return await asyncio.to_thread(
+            self.search_sessions, query, limit=limit, role=role, source=source, since=since, until=until,
+            sort=sort, window=window,
+        )  # fmt: skip
+
+    async def acurated_edit(self, target: str, *operations: MemoryOp) -> MemoryOpOutcome:
+        """:meth:`curated_edit` without blocking the event loop."""
+        return await asyncio.to_thread(self.curated_edit, target, *operations)
+
+    async def aprepare_messages(self, user_message: str, history: Sequence[Any]) -> list[dict[str, Any]]:
+        """:meth:`~mnemo.AgentMemory.prepare_messages` without blocking the event loop (providers' context
+        is gathered under their deadline in a worker thread)."""
+        return await asyncio.to_thread(self.prepare_messages, user_message, history)  # type: ignore[attr-defined]
+
+    async def ahandle_tool_call(self, name: str, arguments: Any) -> str:
+        """:meth:`~mnemo.AgentMemory.handle_tool_call` without blocking the event loop."""
+        return await asyncio.to_thread(self.handle_tool_call, name, arguments)  # type: ignore[attr-defined]
