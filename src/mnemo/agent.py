@@ -30,6 +30,7 @@ from .curated.entries import joined_length
 from .curated.errors import BlockedContent, MemoryOpError
 from .curated.ops import MemoryOpOutcome
 from .curated.store import check_target
+from .database import check_owned
 from .embeddings import named_embedder
 from .errors import InvalidArgument, MnemoError
 from .providers import ArchiveProvider, GraphProvider, MemoryProvider, ProviderRegistry
@@ -108,6 +109,10 @@ class AgentMemory(TypedMemoryAPI):
         # One model per name, shared by the archive and the graph: it is loaded once, on first use.
         models = {name: named_embedder(name) for name in {self.settings.archive_embedder, self.settings.graph_embedder}}
         builtin: list[MemoryProvider] = []
+        if self.settings.archive_enabled or self.settings.graph_enabled:
+            # A foreign or newer database stops the session here, with its typed error, rather than
+            # leaving the agent to run without its archive and graph.
+            check_owned(self.settings.database_path)
         if self.settings.archive_enabled:
             builtin.append(
                 ArchiveProvider(

@@ -120,7 +120,9 @@ def check_owned(
         raise ForeignDatabase(path, f"not a readable SQLite database: {exc}") from exc
     if not tables:
         return {}
-    unowned = sorted(t for t in tables if t != "schema_versions" and _owner(t) not in versions)
+    # Tables no mnemo component could have made are named first: they tell whose file it is.
+    unowned = sorted((t for t in tables if t != "schema_versions" and _owner(t) not in versions),
+                     key=lambda t: (_owner(t) is not None, t))  # fmt: skip
     if unowned:
         shown = ", ".join(unowned[:5]) + (", …" if len(unowned) > 5 else "")
         raise ForeignDatabase(path, f"tables not made by mnemo: {shown}")
