@@ -193,7 +193,9 @@ class AgentMemory(TypedMemoryAPI):
             api_messages.append({"role": "user", "content": user_message})
         block = build_memory_context_block(self.registry.enrich_turn(user_message, api_messages))
         if block:
-            api_messages[-1]["content"] = inject_memory_context(api_messages[-1]["content"], block)
+            # A new dict: the providers were handed the list's messages, and a late one may still read them.
+            current = api_messages[-1]
+            api_messages[-1] = {**current, "content": inject_memory_context(current["content"], block)}
         return api_messages
 
     def handle_tool_call(self, name: str, arguments: Any) -> str:
