@@ -211,3 +211,9 @@ def test_a_user_directory_is_one_safe_name(tmp_path, user_id):
 def test_a_user_id_too_long_for_a_directory_is_refused_with_the_setting_named(tmp_path):
     with pytest.raises(ConfigError, match="user_id"):
         load_settings(tmp_path, user_id="名" * 100, curated_per_user=True)
+
+
+def test_both_tiers_take_their_scope_from_the_settings(tmp_path):
+    (tmp_path / "config.toml").write_text('user_id = "dora"\n[providers.graph]\nuser_id = "eve"\n')
+    with AgentMemory.open("s", tmp_path, **FAST) as memory:
+        assert memory._graph().scope == memory._archive().archive.scope == Scope("dora")

@@ -43,7 +43,8 @@ class GraphProvider:
 
     Give it an open :class:`MemoryGraph` (borrowed: :meth:`shutdown` leaves it open), or let
     :meth:`initialize` open one from its config: ``database`` (or ``home``, meaning that home's database),
-    optional ``user_id`` / ``agent_id`` / ``channel_id`` (the scope), ``memories_dir`` (run the one-time
+    optional ``user_id`` / ``agent_id`` / ``channel_id`` (the scope, unless :meth:`from_settings` fixed it to
+    the settings' scope), ``memories_dir`` (run the one-time
     curated import), ``context_chars`` (the per-turn budget), ``frozen_entries`` (the curated snapshot's
     entries, never repeated per turn).
     """
@@ -66,6 +67,7 @@ class GraphProvider:
         self._frozen: frozenset[str] = frozenset()
         self._frozen_source: Callable[[], Iterable[str]] | None = None
         self._defaults: dict[str, Any] = {}
+        self._scope: Scope | None = None
         self._lock = threading.Lock()
 
     @classmethod
@@ -84,11 +86,9 @@ class GraphProvider:
         if embedder is None:
             embedder = named_embedder(settings.graph_embedder)
         provider = cls(embedder=embedder, context_chars=settings.graph_context_chars)
-        provider._defaults = {
-            "database": str(settings.database_path),
-            "memories_dir": str(settings.memories_dir),
-            **settings.scope.as_dict(),
-        }
+        provider._defaults = {"database": str(settings.database_path), "memories_dir": str(settings.memories_dir)}
+        # The settings' scope is the whole AgentMemory's (the archive's too): a provider table cannot split it.
+        provider._scope = settings.scope
         if callable(frozen_entries):
             provider._frozen_source = frozen_entries
         elif frozen_entries is not None:
@@ -113,7 +113,10 @@ class GraphProvider:
             self.set_frozen_entries(self._frozen_source())
         # Everything is validated before the database is opened, so a refusal leaves nothing open.
         scope_keys = {k: config[k] for k in ("user_id", "agent_id", "channel_id") if k in config}
-        scope = Scope(**{**(self._graph.scope.as_dict() if self._graph else {}), **scope_keys})
+        if self._scope is not None:
+            scope, scope_keys = self._scope, self._scope.as_dict()
+        else:
+            scope = Scope(**{**(self._graph.scope.as_dict() if self._graph else {}), **scope_keys})
         if "context_chars" in config:
             chars = config["context_chars"]
             if isinstance(chars, bool) or not isinstance(chars, int) or chars < 0:
