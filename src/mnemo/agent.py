@@ -23,7 +23,7 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .agent_api import TypedMemoryAPI
+from .agent_api import TypedMemoryAPI, async_twin
 from .config import Settings, load_settings
 from .curated import MemoryStore
 from .curated.entries import joined_length
@@ -241,6 +241,9 @@ class AgentMemory(TypedMemoryAPI):
             used_chars=joined_length(entries),
             char_limit=self.store.char_limit(target),
         )
+
+    aprepare_messages = async_twin(prepare_messages)
+    ahandle_tool_call = async_twin(handle_tool_call)
 
     def turn_complete(
         self, user_message: str, assistant_response: str, *, messages: Sequence[Mapping[str, Any]] | None = None

@@ -14,13 +14,15 @@ Each method has an ``a``-prefixed async twin that runs the same call in a worker
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+import functools
+import inspect
+from collections.abc import Callable, Coroutine, Iterable
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from .archive.records import SessionHits
 from .curated.ops import MemoryOp, MemoryOpOutcome
 from .errors import InvalidArgument, TierUnavailable
-from .graph.recalled import DEFAULT_RECALL_LIMIT, RecalledMemory, recall_memories
+from .graph.recalled import recall_memories
 from .graph.types import Association, Memory, MemoryType
 from .providers import ArchiveProvider, GraphProvider
 from .tools.memory import MemoryCall
@@ -28,6 +30,37 @@ from .tools.memory import MemoryCall
 if TYPE_CHECKING:
     from .graph.store import Link, MemoryGraph
     from .providers.registry import ProviderRegistry
+
+
+S = TypeVar("S")
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def async_twin(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], Coroutine[Any, Any, R]]:
+    """``method`` as a coroutine that runs it in a worker thread, with the same signature."""
+
+    @functools.wraps(method)
+    async def twin(self: S, *args: P.args, **kwargs: P.kwargs) -> R:
+        return await asyncio.to_thread(method, self, *args, **kwargs)
+
+    twin.__name__ = twin.__qualname__ = f"a{method.__name__}"
+    twin.__doc__ = f":meth:`{method.__name__}` without blocking the event loop (it runs in a worker thread)."
+    return twin
+
+
+def _on_graph(function: Callable[Concatenate[MemoryGraph, P], R]) -> Callable[Concatenate[TypedMemoryAPI, P], R]:
+    """``function(graph, ...)`` as a method on this session's graph, with the same signature and docstring."""
+
+    @functools.wraps(function)
+    def method(self: TypedMemoryAPI, *args: P.args, **kwargs: P.kwargs) -> R:
+        return function(self._graph(), *args, **kwargs)
+
+    method.__name__ = method.__qualname__ = function.__name__.removesuffix("_memories")
+    signature = inspect.signature(function)
+    self_parameter = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    method.__signature__ = signature.replace(parameters=[self_parameter, *list(signature.parameters.values())[1:]])  # type: ignore[attr-defined]
+    return method
 
 
 class TypedMemoryAPI:
@@ -79,21 +112,7 @@ class TypedMemoryAPI:
             content, type, importance=importance, subject=subject, relations=list(relations)
         )
 
-    def recall(
-        self,
-        query: str,
-        *,
-        limit: int = DEFAULT_RECALL_LIMIT,
-        types: str | Iterable[str] | None = None,
-        since: Any = None,
-        until: Any = None,
-        include_history: bool = False,
-    ) -> list[RecalledMemory]:
-        """The memories of this session's scope most relevant to ``query``, best first (see
-        :func:`~mnemo.graph.recalled.recall_memories` for the arguments)."""
-        return recall_memories(
-            self._graph(), query, limit=limit, types=types, since=since, until=until, include_history=include_history
-        )
+    recall = _on_graph(recall_memories)
 
     def forget(self, memory_id: str) -> Memory:
         """Stop recalling memory ``memory_id`` (kept in history); returns it. An id of another scope is
@@ -143,70 +162,9 @@ class TypedMemoryAPI:
 
     # -- async twins --------------------------------------------------------------------------
 
-    async def aremember(
-        self,
-        content: str,
-        *,
-        type: MemoryType | str = MemoryType.FACT,
-        importance: float | None = None,
-        subject: str = "",
-        relations: Iterable[Link] = (),
-    ) -> Memory:
-        """:meth:`remember` without blocking the event loop."""
-        return await asyncio.to_thread(
-            self.remember, content, type=type, importance=importance, subject=subject, relations=list(relations)
-        )
-
-    async def arecall(
-        self,
-        query: str,
-        *,
-        limit: int = DEFAULT_RECALL_LIMIT,
-        types: str | Iterable[str] | None = None,
-        since: Any = None,
-        until: Any = None,
-        include_history: bool = False,
-    ) -> list[RecalledMemory]:
-        """:meth:`recall` without blocking the event loop."""
-        return await asyncio.to_thread(
-            self.recall, query, limit=limit, types=types, since=since, until=until, include_history=include_history
-        )
-
-    async def aforget(self, memory_id: str) -> Memory:
-        """:meth:`forget` without blocking the event loop."""
-        return await asyncio.to_thread(self.forget, memory_id)
-
-    async def arelate(self, source_id: str, target_id: str, relation: str, weight: float = 1.0) -> Association:
-        """:meth:`relate` without blocking the event loop."""
-        return await asyncio.to_thread(self.relate, source_id, target_id, relation, weight)
-
-    async def asearch_sessions(
-        self,
-        query: str,
-        *,
-        limit: int = 5,
-        role: str | None = None,
-        source: str | None = None,
-        since: Any = None,
-        until: Any = None,
-        sort: str = "relevance",
-        window: int = 1,
-    ) -> list[SessionHits]:
-        """:meth:`search_sessions` without blocking the event loop."""
-        return await asyncio.to_thread(
-            self.search_sessions, query, limit=limit, role=role, source=source, since=since, until=until,
-            sort=sort, window=window,
-        )  # fmt: skip
-
-    async def acurated_edit(self, target: str, *operations: MemoryOp) -> MemoryOpOutcome:
-        """:meth:`curated_edit` without blocking the event loop."""
-        return await asyncio.to_thread(self.curated_edit, target, *operations)
-
-    async def aprepare_messages(self, user_message: str, history: Sequence[Any]) -> list[dict[str, Any]]:
-        """:meth:`~mnemo.AgentMemory.prepare_messages` without blocking the event loop (providers' context
-        is gathered under their deadline in a worker thread)."""
-        return await asyncio.to_thread(self.prepare_messages, user_message, history)  # type: ignore[attr-defined]
-
-    async def ahandle_tool_call(self, name: str, arguments: Any) -> str:
-        """:meth:`~mnemo.AgentMemory.handle_tool_call` without blocking the event loop."""
-        return await asyncio.to_thread(self.handle_tool_call, name, arguments)  # type: ignore[attr-defined]
+    aremember = async_twin(remember)
+    arecall = async_twin(recall)
+    aforget = async_twin(forget)
+    arelate = async_twin(relate)
+    asearch_sessions = async_twin(search_sessions)
+    acurated_edit = async_twin(curated_edit)

@@ -85,7 +85,8 @@ def recall_memories(
     until: Any = None,
     include_history: bool = False,
 ) -> list[RecalledMemory]:
-    """The memories of ``graph``'s scope most relevant to ``query``, best first.
+    """The memories of ``graph``'s scope (as :meth:`mnemo.AgentMemory.recall`, the session's) most relevant
+    to ``query``, best first, as :class:`RecalledMemory` records.
 
     ``limit`` is 1 to ``MAX_RECALL_LIMIT``; ``types`` one memory type or several; ``since`` / ``until``
     bound the creation time (ISO 8601, a datetime or Unix seconds); ``include_history`` adds superseded
