@@ -63,7 +63,7 @@ def test_a_file_that_is_not_sqlite_is_refused_untouched(tmp_path):
     path = tmp_path / DATABASE_FILENAME
     path.write_bytes(b"these are someone's notes, not a database\n" * 20)
     before = digest(path)
-    with pytest.raises(ForeignDatabase, match="not a readable SQLite database"):
+    with pytest.raises(ForeignDatabase, match="not an SQLite database"):
         MemoryGraph(path)
     assert digest(path) == before
 
@@ -246,3 +246,26 @@ def test_once_mnemo_db_exists_state_db_is_never_looked_at(tmp_path):
     home = _mnemo_01_home(tmp_path)
     (home / DATABASE_FILENAME).touch()
     assert database_path(home) == home / DATABASE_FILENAME
+
+
+@pytest.mark.parametrize("provider", ["archive", "graph"])
+def test_a_provider_table_with_the_old_state_db_key_is_told_the_new_name(tmp_path, provider):
+    from mnemo.errors import ConfigError
+    from mnemo.providers import ArchiveProvider, GraphProvider
+
+    made = ArchiveProvider() if provider == "archive" else GraphProvider()
+    with pytest.raises(ConfigError, match="'state_db' is now called 'database'"):
+        made.initialize("s", {"state_db": str(tmp_path / "x.db")})
+    assert not (tmp_path / "x.db").exists()
+
+
+def test_a_damaged_sqlite_file_is_an_error_of_its_own_not_foreign(tmp_path):
+    path = tmp_path / DATABASE_FILENAME
+    with SessionArchive(path) as archive:
+        archive.start_session("s")
+    data = bytearray(path.read_bytes())
+    data[100:4096] = b"\xff" * (4096 - 100)  # the schema page, past the header
+    path.write_bytes(bytes(data))
+    with pytest.raises(_db.DatabaseError, match="cannot read") as caught:
+        check_owned(path)
+    assert not isinstance(caught.value, ForeignDatabase)

@@ -31,6 +31,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from . import _db
+from .errors import ConfigError
 
 DATABASE_FILENAME = "mnemo.db"
 LEGACY_DATABASE_FILENAME = "state.db"
@@ -117,7 +118,10 @@ def check_owned(
     try:
         tables, versions = _inspect(path, immutable=immutable)
     except sqlite3.DatabaseError as exc:
-        raise ForeignDatabase(path, f"not a readable SQLite database: {exc}") from exc
+        if "not a database" in str(exc):
+            raise ForeignDatabase(path, "not an SQLite database") from exc
+        # An SQLite file that cannot be read (damaged, locked out) may well be mnemo's own: say so plainly.
+        raise _db.DatabaseError(f"cannot read {path}: {exc}") from exc
     if not tables:
         return {}
     # Tables no mnemo component could have made are named first: they tell whose file it is.
@@ -154,6 +158,13 @@ def database_path(home: str | Path) -> Path:
     if legacy.is_file() and _is_mnemo_legacy(legacy):
         return legacy
     return current
+
+
+def refuse_old_config_key(provider: str, config: Mapping[str, object]) -> None:
+    """A provider table still naming the database ``state_db`` (mnemo 0.1) gets a :class:`ConfigError`
+    saying the key is now ``database``, rather than being silently ignored."""
+    if "state_db" in config:
+        raise ConfigError(f"{provider} provider: the config key 'state_db' is now called 'database'")
 
 
 def connect_owned(path: str | Path) -> sqlite3.Connection:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..archive.records import SessionHits
 from ..archive.store import SessionArchive
+from ..database import refuse_old_config_key
 from ..errors import MnemoError
 from ..llm import LLM
 from ..scope import Scope
@@ -95,6 +96,7 @@ class ArchiveProvider:
         for its scope (when none was given), and ``summarize`` (see the class).
         """
         config = dict(config or {})
+        refuse_old_config_key(self.name, config)
         if config.get("summarize") and self._summarizer is None:
             from ..config import load_settings
             from ..llm import LLMNotConfigured, OpenAICompatibleLLM

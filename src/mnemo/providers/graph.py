@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._time import iso
-from ..database import database_path
+from ..database import database_path, refuse_old_config_key
 from ..embeddings import named_embedder
 from ..errors import ConfigError, MnemoError
 from ..graph.migrate_curated import TARGET_TYPES, curated_source, import_curated
@@ -109,6 +109,7 @@ class GraphProvider:
     def initialize(self, session_key: str, config: Mapping[str, Any]) -> None:
         """Open (or adopt) the graph for this session's scope and run the one-time curated import."""
         config = {**self._defaults, **(config or {})}
+        refuse_old_config_key(self.name, config)
         if self._frozen_source is not None:
             self.set_frozen_entries(self._frozen_source())
         # Everything is validated before the database is opened, so a refusal leaves nothing open.
