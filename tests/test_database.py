@@ -15,7 +15,7 @@ from mnemo.config import load_settings
 from mnemo.database import DATABASE_FILENAME, check_owned, database_path
 from mnemo.graph import MemoryGraph
 from mnemo.graph import schema as graph_schema
-from support.hermes import digest, make_hermes_state_db
+from support.homes import digest, make_hermes_state_db, make_mnemo_01_home
 
 FAST = {"graph_embedder": "none", "archive_embedder": "none"}
 
@@ -196,21 +196,7 @@ def test_mnemo_home_from_the_environment_may_be_a_hermes_home(tmp_path, monkeypa
 
 
 def _mnemo_01_home(tmp_path):
-    """A home as mnemo 0.1 left it: ``state.db`` with the archive at schema 4 and the graph, with data."""
-    home = tmp_path / "home"
-    home.mkdir()
-    conn = _db.connect(home / "state.db")
-    _db.migrate(conn, archive_schema.COMPONENT, archive_schema.MIGRATIONS[:4])
-    conn.execute("INSERT INTO sessions (id, source, started_at) VALUES ('old', 'cli', 1700000000)")
-    conn.execute(
-        "INSERT INTO messages (session_id, role, content, created_at) VALUES"
-        " ('old', 'user', 'the quokka migration is done', 1700000001)"
-    )
-    conn.execute("UPDATE sessions SET message_count = 1")
-    with MemoryGraph(conn) as graph:
-        graph.remember("The quokka service moved to Frankfurt")
-    conn.close()
-    return home
+    return make_mnemo_01_home(tmp_path / "home")
 
 
 def test_a_mnemo_01_home_keeps_its_state_db_and_everything_in_it(tmp_path):

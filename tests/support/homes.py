@@ -1,5 +1,5 @@
-"""A stand-in for Hermes Agent's ``state.db``: its own ``sessions`` / ``messages`` tables (names mnemo's
-archive shares), a full-text index, a version table of its own, some rows, in WAL mode."""
+"""Homes as other programs and older mnemo versions leave them: Hermes Agent's ``state.db`` and a mnemo 0.1
+home whose database is still called ``state.db``."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ from pathlib import Path
 
 
 def make_hermes_state_db(path: Path) -> bytes:
-    """Create the database at ``path``, checkpointed and closed; return its bytes."""
+    """A stand-in for Hermes Agent's ``state.db`` at ``path``: its own ``sessions`` / ``messages`` tables
+    (names mnemo's archive shares), a full-text index, a version table of its own, some rows, in WAL mode,
+    checkpointed and closed. Returns its bytes."""
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(path)
     conn.executescript(
@@ -42,3 +44,24 @@ def make_hermes_state_db(path: Path) -> bytes:
 def digest(path: Path) -> str:
     """The file's SHA-256, to show it unchanged."""
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def make_mnemo_01_home(home: Path) -> Path:
+    """A home as mnemo 0.1 left it: ``state.db`` with the archive at schema 4 (before scopes) and the graph,
+    holding one session ("old", about the quokka migration) and one memory (the quokka service)."""
+    from mnemo import _db
+    from mnemo.archive import schema as archive_schema
+    from mnemo.graph import MemoryGraph
+
+    home.mkdir(parents=True, exist_ok=True)
+    conn = _db.connect(home / "state.db")
+    _db.migrate(conn, archive_schema.COMPONENT, archive_schema.MIGRATIONS[:4])
+    conn.execute("INSERT INTO sessions (id, source, started_at, message_count) VALUES ('old', 'cli', 1700000000, 1)")
+    conn.execute(
+        "INSERT INTO messages (session_id, role, content, created_at) VALUES"
+        " ('old', 'user', 'the quokka migration is done', 1700000001)"
+    )
+    with MemoryGraph(conn) as graph:
+        graph.remember("The quokka service moved to Frankfurt")
+    conn.close()
+    return home
