@@ -75,8 +75,13 @@ class AgentMemory(TypedMemoryAPI):
         *,
         providers: Iterable[MemoryProvider] = (),
         settings: Settings | None = None,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        channel_id: str | None = None,
         **overrides: Any,
     ) -> None:
+        scope = {"user_id": user_id, "agent_id": agent_id, "channel_id": channel_id}
+        overrides.update({name: value for name, value in scope.items() if value is not None})
         if settings is not None and overrides:
             raise InvalidArgument("settings", "give either a Settings object or keyword settings, not both")
         self.settings = settings if settings is not None else load_settings(home, **overrides)
