@@ -13,7 +13,8 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -35,6 +36,7 @@ from .vectors import MessageVectors
 
 if TYPE_CHECKING:
     from ..embeddings.protocol import Embedder
+    from .importer import ImportReport
 
 log = logging.getLogger("mnemo.archive")
 
@@ -120,6 +122,13 @@ class SessionArchive:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Group writes made through this archive into one transaction: all of them land, or none.
+        Other threads using the archive wait until it ends."""
+        with self._lock, _db.write_transaction(self._db):
+            yield
 
     @property
     def _db(self) -> sqlite3.Connection:
@@ -388,8 +397,8 @@ class SessionArchive:
         with self._lock:
             return self._db.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
 
-    def import_jsonl(self, path: str | Path, *, source: str = "import") -> list[str]:
-        """Import OpenAI-style message lists from a JSONL file; return the new session ids.
+    def import_jsonl(self, path: str | Path, *, source: str = "import") -> ImportReport:
+        """Import OpenAI-style message lists from a JSONL file; report the sessions added and skipped.
 
         See :func:`mnemo.archive.importer.import_jsonl`.
         """
