@@ -441,13 +441,20 @@ class SessionArchive:
                 self.rebuild_index()
                 return work(searcher)
 
-    def embed_pending(self) -> int:
-        """Embed every message that has no vector of the archive's embedder yet; returns how many (0 without
-        an embedder)."""
+    def embed_pending(self, limit: int | None = None) -> int:
+        """Embed messages that have no vector of the archive's embedder yet (all of them, or at most
+        ``limit``), oldest first; returns how many (0 without an embedder)."""
         if self._vectors is None:
             return 0
         with self._lock:
-            return self._vectors.embed_pending(self._db)
+            return self._vectors.embed_pending(self._db, limit)
+
+    def pending_embeddings(self) -> int | None:
+        """How many messages still wait for a vector; ``None`` without an embedder."""
+        if self._vectors is None:
+            return None
+        with self._lock:
+            return self._vectors.pending(self._db)
 
     def _find(self, query: str, limit: int, filters: Filters, sort: str) -> list[Match]:
         return self._read_index(lambda searcher: searcher.find(query, limit=limit, filters=filters, sort=sort))
