@@ -213,3 +213,31 @@ def test_cli_list_renders_a_table(tmp_path, capsys):
     assert _cli(home, "list") == 0
     out = capsys.readouterr().out
     assert "abc" in out and "Quarterly planning" in out
+
+
+def test_cli_reimport_reports_skipped_sessions_and_adds_nothing(tmp_path, capsys):
+    path = _write(tmp_path / "plain.jsonl", [{"role": "user", "content": "no ids here"}, {"role": "assistant", "content": "ok"}])
+    home = tmp_path / "home"
+    assert _cli(home, "import", str(path), "--json") == 0
+    first = json.loads(capsys.readouterr().out)
+    assert len(first["imported_sessions"]) == 1 and first["messages"] == 2
+    assert _cli(home, "import", str(path), "--json") == 0
+    second = json.loads(capsys.readouterr().out)
+    assert second["imported_sessions"] == [] and second["skipped_sessions"] == first["imported_sessions"]
+    assert second["files"][str(path)] == {"created": [], "skipped": first["imported_sessions"], "messages": 0}
+    assert _cli(home, "import", str(path)) == 0
+    assert "imported 0 session(s) from 1 file(s); 1 already archived, skipped" in capsys.readouterr().out
+    assert _cli(home, "list", "--json") == 0
+    assert json.loads(capsys.readouterr().out)["count"] == 1
+
+
+def test_cli_refuses_an_unknown_role_naming_line_and_role(tmp_path, capsys):
+    path = _write(tmp_path / "roles.jsonl", [{"role": "user", "content": "hi"}, {"role": "bot", "content": "hello"}])
+    home = tmp_path / "home"
+    assert _cli(home, "import", str(path), "--json") == 1
+    captured = capsys.readouterr()
+    assert captured.err.startswith("mnemo: roles.jsonl:2[0].role: unknown role 'bot'") and captured.err.count("\n") == 1
+    refused = json.loads(captured.out)
+    assert refused["success"] is False and refused["field"] == "roles.jsonl:2[0].role"
+    assert _cli(home, "list", "--json") == 0
+    assert json.loads(capsys.readouterr().out)["count"] == 0
