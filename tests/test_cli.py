@@ -320,10 +320,14 @@ def test_every_cli_form_the_readme_shows_exists():
     leaves = dict(_leaves(build_parser()))
     forms = _readme_commands()
     assert len(forms) >= 5 and any("demo" in form for form in forms)
+    root = {option for action in build_parser()._actions for option in action.option_strings}
     for form in forms:
         words = shlex.split(form)[1:]
         while words[0] in ("--home", "--json", "-v"):
             words = words[2:] if words[0] == "--home" else words[1:]
+        if not re.fullmatch(r"[a-z]+", words[0]):  # the synopsis: `mnemo [--home DIR] ... COMMAND ...`
+            assert set(re.findall(r"--?[a-z][a-z-]*", form)) <= root, form
+            continue
         group, rest = words[0], words[1:]
         actions = rest[0].split("|") if rest and not rest[0].startswith(("-", "[")) else [None]
         options = set(re.findall(r"--[a-z][a-z-]*", " ".join(rest)))
