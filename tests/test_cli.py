@@ -173,6 +173,41 @@ def test_ctrl_c_ends_with_130(run, monkeypatch):
     assert code == 130 and _one_line(err) == "interrupted"
 
 
+def test_warnings_before_a_failure_leave_the_failure_one_line(run, tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "memories").write_text("a file where the directory should be")
+    code, _, err = run("memory", "add", "hello", home=home)
+    assert code == 1 and _one_line(err).startswith(f"cannot write {home / 'memories' / 'MEMORY.md'}")
+
+
+def test_warnings_of_a_command_that_succeeds_follow_it_one_line_each(run, tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "memories").write_text("a file where the directory should be")
+    code, out, err = run("memory", "show", home=home)
+    assert code == 0 and "unreadable" in out
+    assert err.splitlines() == [
+        f"mnemo: cannot read {home / 'memories' / name} (Not a directory); refusing to write over it"
+        for name in ("MEMORY.md", "USER.md")
+    ]
+
+
+def test_a_warning_carrying_an_exception_shows_no_traceback(run, monkeypatch):
+    import logging
+
+    def warns(args):
+        try:
+            raise ValueError("inner detail")
+        except ValueError:
+            logging.getLogger("mnemo.providers").warning("team: dropped: initialization failed", exc_info=True)
+        return 0
+
+    monkeypatch.setattr("mnemo.cli.graph._stats", warns)
+    code, _, err = run("graph", "stats")
+    assert code == 0 and err == "mnemo: team: dropped: initialization failed\n"
+
+
 # ------------------------------------------------------------------ closed pipes
 
 

@@ -16,6 +16,8 @@ How a subcommand reports (so every command, old or new, behaves the same):
   ``{"success": false, "error": "<reason>", "exit_code": N, ...details}`` on stdout; a bad command line is
   reported the same way. Nothing prints a traceback unless ``-v`` is given and the error is not one of
   those (a bug).
+- **Warnings** the library logs while a command runs are printed, one line each, after it succeeded
+  (as they happen for an ``interactive`` command such as ``chat``); ``-v`` shows everything at once.
 - **Exit codes**: 0 done, 1 refused or failed, 2 bad command line, 130 interrupted, 141 stdout closed by
   its reader (``mnemo ... | head``: the command stops quietly).
 """
@@ -29,7 +31,9 @@ import logging
 import os
 import sqlite3
 import sys
-from collections.abc import Sequence
+import traceback
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, NoReturn
 
 from ..errors import InvalidArgument, MnemoError
@@ -118,9 +122,52 @@ def _describe(exc: BaseException, verbose: bool) -> tuple[str, int, dict[str, An
     if isinstance(exc, sqlite3.Error):
         return f"database error: {exc}", EXIT_FAILURE, {}
     if verbose:
-        log.error("unexpected error", exc_info=exc)
+        traceback.print_exception(exc, file=sys.stderr)
     hint = "" if verbose else "; run with -v for the traceback"
     return f"unexpected error ({type(exc).__name__}: {exc}){hint}", EXIT_FAILURE, {}
+
+
+class _Warnings(logging.Handler):
+    """mnemo's warnings during a command, one line each and never a traceback. Held while the command
+    runs and printed once it succeeded, so a failure is its one line alone; shown as they happen for an
+    interactive command (one that sets ``interactive=True`` in its parser's defaults)."""
+
+    def __init__(self, live: bool) -> None:
+        super().__init__(logging.WARNING)
+        self.live = live
+        self.held: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        line = f"mnemo: {' '.join(record.getMessage().split())}"
+        if self.live:
+            print(line, file=sys.stderr)
+        else:
+            self.held.append(line)
+
+    def print_held(self) -> None:
+        for line in self.held:
+            print(line, file=sys.stderr)
+        self.held.clear()
+
+
+@contextmanager
+def _logging(verbose: bool, live: bool) -> Iterator[_Warnings | None]:
+    """Route the ``mnemo`` loggers for one command: everything, tracebacks included, with ``-v``;
+    otherwise warnings through :class:`_Warnings`."""
+    logger = logging.getLogger("mnemo")
+    if verbose:
+        handler: logging.Handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("mnemo: %(message)s"))
+    else:
+        handler = _Warnings(live)
+    previous = logger.level
+    logger.setLevel(logging.INFO if verbose else logging.WARNING)
+    logger.addHandler(handler)
+    try:
+        yield handler if isinstance(handler, _Warnings) else None
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(previous)
 
 
 def _report(reason: str, code: int, details: dict[str, Any], as_json: bool) -> int:
@@ -155,10 +202,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             args = build_parser().parse_args(argv)
             args.home = getattr(args, "home", None)
             args.json = getattr(args, "json", False)
-            logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="mnemo: %(message)s")
-            _check_home(args.home)
-            code = int(args.handler(args) or 0)
-            sys.stdout.flush()  # a closed pipe must show here, not at interpreter exit
+            with _logging(verbose, live=getattr(args, "interactive", False)) as warnings:
+                _check_home(args.home)
+                code = int(args.handler(args) or 0)
+                sys.stdout.flush()  # a closed pipe must show here, not at interpreter exit
+                if warnings is not None:
+                    warnings.print_held()
             return code
         except BrokenPipeError:
             raise

@@ -25,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
     parser.add_argument("--base-url", help="chat-completions endpoint, e.g. http://127.0.0.1:8080/v1")
     parser.add_argument("--model", help="model name")
     parser.add_argument("--session", help="session key (default: a new random one)")
-    parser.set_defaults(handler=_chat)
+    parser.set_defaults(handler=_chat, interactive=True)
 
 
 def _chat(args: argparse.Namespace) -> int:
