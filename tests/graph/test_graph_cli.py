@@ -229,3 +229,29 @@ def test_embed_shows_a_progress_bar_on_a_terminal(tmp_path):
         os.close(leader)
     assert done.returncode == 0 and json.loads(done.stdout)["graph"]["embedded"] == 3
     assert b"embedding memories" in seen
+
+
+def test_an_interrupted_embed_keeps_its_batches_and_the_next_run_finishes(run, tmp_path, monkeypatch):
+    from mnemo.config import load_settings
+    from mnemo.embeddings.minilm import MiniLMEmbedder
+    from mnemo.graph import MemoryGraph
+
+    with MemoryGraph(load_settings(tmp_path / "home").state_db) as graph:  # written without vectors
+        for n in range(70):
+            graph.remember(f"Imported note {n}")
+    real_embed, calls = MiniLMEmbedder.embed, []
+
+    def embed_then_fail(self, texts):
+        calls.append(len(texts))
+        if len(calls) > 1:
+            raise KeyboardInterrupt
+        return real_embed(self, texts)
+
+    monkeypatch.setattr(MiniLMEmbedder, "embed", embed_then_fail)
+    code, _, err = run("graph", "embed")
+    assert code == 130 and err == "mnemo: interrupted\n"
+    monkeypatch.undo()
+    assert _json(run, "graph", "stats")["pending_embeddings"] == 70 - calls[0]
+    assert _json(run, "graph", "embed")["graph"] == {
+        "embedder": MiniLMEmbedder().name, "scopes": 1, "embedded": 70 - calls[0], "pending": 0,
+    }
