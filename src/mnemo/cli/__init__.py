@@ -39,8 +39,6 @@ from typing import Any, NoReturn
 from ..errors import InvalidArgument, MnemoError
 from ._output import EXIT_CLOSED_PIPE, EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_USAGE, CliError
 
-log = logging.getLogger("mnemo.cli")
-
 # Subcommand modules, in the order ``mnemo --help`` lists them.
 _COMMANDS = (
     "demo",
