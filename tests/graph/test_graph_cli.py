@@ -197,7 +197,8 @@ def test_embed_catches_up_the_archive_when_it_has_an_embedder(tmp_path, run):
     (home / "config.toml").write_text('archive_embedder = "minilm"\n')
     source = tmp_path / "chat.jsonl"
     source.write_text("".join(json.dumps({"role": "user", "content": f"message {n}"}) + "\n" for n in range(7)))
-    assert run("sessions", "import", str(source))[0] == 0
+    code, out, _ = run("sessions", "import", str(source))
+    assert code == 0 and "7 messages wait for vectors: mnemo graph embed" in out
     report = _json(run, "graph", "embed")["archive"]
     assert (report["embedded"], report["pending"]) == (7, 0)
     assert _json(run, "graph", "embed")["archive"]["embedded"] == 0
@@ -255,3 +256,15 @@ def test_an_interrupted_embed_keeps_its_batches_and_the_next_run_finishes(run, t
     assert _json(run, "graph", "embed")["graph"] == {
         "embedder": MiniLMEmbedder().name, "scopes": 1, "embedded": 70 - calls[0], "pending": 0,
     }
+
+
+def test_import_reports_the_vectors_it_leaves_pending_and_export_infers_json(run, tmp_path, capsys):
+    _json(run, "graph", "add", "Carried over to another home", "--user", "ada")
+    target = tmp_path / "graph.json"
+    assert run("graph", "export", "--all-scopes", "-o", str(target))[0] == 0
+    assert json.loads(target.read_text())["format"] == "mnemo-graph"  # inferred from the .json suffix
+    other = str(tmp_path / "other")
+    assert main(["--home", other, "graph", "import", str(target), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["pending_embeddings"] == 1  # in ada's scope, not the default one
+    assert main(["--home", other, "graph", "import", str(target)]) == 0
+    assert "1 memories wait for vectors: mnemo graph embed --all-scopes" in capsys.readouterr().out

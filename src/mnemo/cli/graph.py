@@ -169,8 +169,10 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    # --json alone asks for the JSON export; with --output it only makes the report JSON.
-    fmt = args.format or ("json" if args.json and not args.output else "markdown")
+    # Without --format: JSON for a .json file, or for --json alone (with --output, --json only makes the
+    # report JSON); Markdown otherwise.
+    wants_json = str(args.output).endswith(".json") if args.output else args.json
+    fmt = args.format or ("json" if wants_json else "markdown")
     with _graph(args) as graph:
         if args.json and not args.output and fmt == "json":
             # The export document itself, so it pipes into `graph import -` (which ignores "success").
@@ -200,10 +202,15 @@ def _import(args: argparse.Namespace) -> int:
         raise CliError(f"cannot read {args.file}: {exc.strerror}") from exc
     with _graph(args) as graph:
         counts = import_json(graph, raw)
+        # Records keep their own scopes, so what waits for vectors is counted over every scope.
+        pending = _pending_vectors([graph.with_scope(scope) for scope in graph.scopes()])
     if args.json:
-        print_json({"success": True, "added": counts.memories_added, "updated": counts.memories_updated, "associations": counts.associations})
+        print_json({"added": counts.memories_added, "updated": counts.memories_updated, "associations": counts.associations,
+                    "pending_embeddings": pending})  # fmt: skip
     else:
         lines([f"imported: {counts.memories_added} new, {counts.memories_updated} updated, {counts.associations} associations"])
+        if pending:
+            lines([f"{pending} memories wait for vectors: mnemo graph embed --all-scopes computes them now"])
     return 0
 
 
@@ -227,20 +234,25 @@ def _stats(args: argparse.Namespace) -> int:
 _EMBED_STEP = 256
 
 
+def _pending_vectors(views: list[MemoryGraph]) -> int | None:
+    """Memories of these scopes still without a vector; ``None`` without an embedder."""
+    if not views or views[0].embedder is None:
+        return None
+    return sum(view.stats()["pending_embeddings"] for view in views)
+
+
 def _embed_graph(args: argparse.Namespace) -> dict[str, Any]:
     with _graph(args) as graph:
         views = [graph.with_scope(scope) for scope in graph.scopes()] if args.all_scopes else [graph]
         if graph.embedder is None:
             return {"embedder": None, "scopes": len(views), "embedded": 0, "pending": None}
-        pending = sum(view.stats()["pending_embeddings"] for view in views)
         done = 0
-        with progress(pending, "embedding memories") as advance:
+        with progress(_pending_vectors(views), "embedding memories") as advance:
             for view in views:
                 while count := view.embed_pending(_EMBED_STEP):
                     done += count
                     advance(count)
-        left = sum(view.stats()["pending_embeddings"] for view in views)
-        return {"embedder": graph.embedder.name, "scopes": len(views), "embedded": done, "pending": left}
+        return {"embedder": graph.embedder.name, "scopes": len(views), "embedded": done, "pending": _pending_vectors(views)}
 
 
 def _embed_archive(args: argparse.Namespace) -> dict[str, Any]:
@@ -322,7 +334,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     show.set_defaults(handler=_show)
 
     export = actions.add_parser("export", parents=parents, help="write the graph as Markdown or JSON")
-    export.add_argument("--format", choices=("markdown", "json"), help="default: json with --json, else markdown")
+    export.add_argument("--format", choices=("markdown", "json"), help="default: json for a .json file or with --json alone, else markdown")
     export.add_argument("--output", "-o", help="file to write (default: stdout)")
     export.add_argument("--all-scopes", action="store_true", help="every user/agent/channel, not just this scope")
     export.set_defaults(handler=_export)

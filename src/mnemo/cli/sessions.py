@@ -103,9 +103,11 @@ def _import(args: argparse.Namespace) -> int:
     if missing:
         raise CliError(f"no such file: {', '.join(missing)}")
     reports: dict[str, ImportReport] = {}
-    with _archive(args) as archive, progress(None, "importing messages") as advance:
-        for path in paths:
-            reports[str(path)] = import_jsonl(archive, path, source=args.source, progress=advance)
+    with _archive(args) as archive:
+        with progress(None, "importing messages") as advance:
+            for path in paths:
+                reports[str(path)] = import_jsonl(archive, path, source=args.source, progress=advance)
+        pending = archive.pending_embeddings()
     created = [sid for report in reports.values() for sid in report.created]
     skipped = [sid for report in reports.values() for sid in report.skipped]
     if args.json:
@@ -114,10 +116,13 @@ def _import(args: argparse.Namespace) -> int:
             "skipped_sessions": skipped,
             "messages": sum(report.messages for report in reports.values()),
             "files": {path: asdict(report) for path, report in reports.items()},
+            "pending_embeddings": pending,
         })  # fmt: skip
     else:
         already = f"; {len(skipped)} already archived, skipped" if skipped else ""
         lines([f"imported {len(created)} session(s) from {len(paths)} file(s){already}"])
+        if pending:
+            lines([f"{pending} messages wait for vectors: mnemo graph embed computes them now"])
     return 0
 
 
