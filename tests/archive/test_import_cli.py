@@ -9,6 +9,7 @@ import pytest
 
 from mnemo.archive import ImportReport, SessionArchive
 from mnemo.cli import main
+from mnemo.config import load_settings
 from mnemo.errors import InvalidArgument
 
 
@@ -241,3 +242,21 @@ def test_cli_refuses_an_unknown_role_naming_line_and_role(tmp_path, capsys):
     assert refused["success"] is False and refused["field"] == "roles.jsonl:2[0].role"
     assert _cli(home, "list", "--json") == 0
     assert json.loads(capsys.readouterr().out)["count"] == 0
+
+
+def test_two_processes_importing_one_file_add_it_once(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    path = _write(tmp_path / "shared.jsonl", [[{"role": "user", "content": f"session {n} " + "text " * 50}] for n in range(40)])
+    home = tmp_path / "home"
+    argv = [sys.executable, "-m", "mnemo", "--home", str(home), "sessions", "import", str(path), "--json"]
+    workers = [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ) for _ in range(2)]
+    results = [worker.communicate(timeout=120) for worker in workers]
+    assert [worker.returncode for worker in workers] == [0, 0], results
+    reports = [json.loads(out) for out, _ in results]
+    assert sorted(len(r["imported_sessions"]) + len(r["skipped_sessions"]) for r in reports) == [40, 40]
+    assert sum(len(r["imported_sessions"]) for r in reports) == 40
+    with SessionArchive(load_settings(home).state_db) as archive:
+        assert archive.count_messages() == 40 and len(archive.list_sessions(limit=100)) == 40

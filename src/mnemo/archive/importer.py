@@ -14,7 +14,8 @@ changes nothing and the error names the line. Each session is then written in on
 
 Importing is idempotent: a session without an ``id`` gets one derived from its content (its messages and
 the fields its line states), so importing the same file again skips every session already archived, and
-an import that was interrupted finishes the rest when run again.
+an import that was interrupted finishes the rest when run again. A session whose content changed (a
+conversation file that grew) has another derived id, so it imports as a new session.
 """
 
 from __future__ import annotations

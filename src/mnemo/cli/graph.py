@@ -9,8 +9,8 @@ from typing import Any
 
 from .._time import iso
 from ..archive import SessionArchive
-from ..curated.files import atomic_write
 from ..config import load_settings
+from ..curated.files import atomic_write
 from ..embeddings import named_embedder
 from ..errors import InvalidArgument
 from ..graph.store import MemoryGraph
