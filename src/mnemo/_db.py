@@ -72,7 +72,22 @@ def _is_busy(exc: sqlite3.OperationalError) -> bool:
 @contextmanager
 def write_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     """``BEGIN IMMEDIATE`` … ``COMMIT``, retrying the begin with jittered backoff while another
-    process holds the write lock; rolls back on any exception."""
+    process holds the write lock; rolls back on any exception.
+
+    Inside a write transaction already open on ``conn`` (several writes grouped into one), this is a
+    savepoint instead: its own work is undone on error, and everything lands with the outer commit.
+    """
+    if conn.in_transaction:
+        conn.execute("SAVEPOINT mnemo_nested")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK TO mnemo_nested")
+            conn.execute("RELEASE mnemo_nested")
+            raise
+        else:
+            conn.execute("RELEASE mnemo_nested")
+        return
     for attempt in range(_RETRIES):
         try:
             conn.execute("BEGIN IMMEDIATE")

@@ -316,24 +316,17 @@ class MemoryGraph:
                 chain.append(older)
 
     def stats(self) -> dict[str, Any]:
-        """Counts for this scope: memories by type, forgotten, superseded, edges by relation, vectors."""
+        """Counts for this scope. Every memory is in exactly one state: ``active`` (recalled),
+        ``superseded`` (replaced by a newer version) or ``forgotten`` (which wins over superseded);
+        ``by_type`` counts the active ones. Also edges by relation, and vectors."""
         params = scope_params(self.scope)
         with self._lock:
-            by_type = dict(
-                self._conn.execute(
-                    f"SELECT m.type, COUNT(*) FROM graph_memories m WHERE {SCOPE_CLAUSE} AND m.forgotten = 0"
-                    " GROUP BY m.type ORDER BY m.type",
-                    params,
-                ).fetchall()
-            )
-            forgotten = self._conn.execute(
-                f"SELECT COUNT(*) FROM graph_memories m WHERE {SCOPE_CLAUSE} AND m.forgotten = 1", params
-            ).fetchone()[0]
-            superseded = self._conn.execute(
-                f"SELECT COUNT(*) FROM graph_memories m WHERE {SCOPE_CLAUSE} AND EXISTS (SELECT 1 FROM"
-                " graph_associations a WHERE a.target_id = m.id AND a.relation = 'updates')",
+            rows = self._conn.execute(
+                "SELECT m.type, CASE WHEN m.forgotten THEN 'forgotten' WHEN EXISTS (SELECT 1 FROM graph_associations a"
+                " WHERE a.target_id = m.id AND a.relation = 'updates') THEN 'superseded' ELSE 'active' END,"
+                f" COUNT(*) FROM graph_memories m WHERE {SCOPE_CLAUSE} GROUP BY 1, 2 ORDER BY 1",
                 params,
-            ).fetchone()[0]
+            ).fetchall()
             edges = dict(
                 self._conn.execute(
                     "SELECT a.relation, COUNT(*) FROM graph_associations a JOIN graph_memories m ON m.id = a.source_id"
@@ -348,21 +341,31 @@ class MemoryGraph:
                     f" WHERE {SCOPE_CLAUSE} AND v.model = ? AND v.dim = ?",
                     (*params, self.embedder.name, self.embedder.dim),
                 ).fetchone()[0]
-            total = self._conn.execute(
-                f"SELECT COUNT(*) FROM graph_memories m WHERE {SCOPE_CLAUSE}", params
-            ).fetchone()[0]
+        states = dict.fromkeys(("active", "superseded", "forgotten"), 0)
+        by_type: dict[str, int] = {}
+        for kind, state, count in rows:
+            states[state] += count
+            if state == "active":
+                by_type[kind] = count
+        total = sum(states.values())
         return {
             "memories": total,
-            "active": sum(by_type.values()),
+            **states,
             "by_type": by_type,
-            "forgotten": forgotten,
-            "superseded": superseded,
             "associations": sum(edges.values()),
             "by_relation": edges,
             "embedder": None if self.embedder is None else {"name": self.embedder.name, "dim": self.embedder.dim},
             "embedded": embedded,
             "pending_embeddings": (total - embedded) if self.embedder is not None else None,
         }
+
+    def scopes(self) -> list[Scope]:
+        """Every scope that holds memories in this database (for whole-database maintenance)."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT DISTINCT user_id, agent_id, channel_id FROM graph_memories ORDER BY 1, 2, 3"
+            ).fetchall()
+        return [Scope(*row) for row in rows]
 
     # ----------------------------------------------------------------- writes
 

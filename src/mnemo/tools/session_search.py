@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..archive.records import SessionHits
+from ..archive.records import ROLES, SessionHits
 from ..archive.store import SessionArchive, SessionNotFound
 from ..archive.summary import summarize_hits
 from ..errors import InvalidArgument, MnemoError
@@ -18,7 +18,6 @@ from ..llm import LLM, LLMError
 from ._json import failure, parse_arguments, success
 
 ACTIONS = ("discover", "read", "scroll", "browse")
-ROLES = ("user", "assistant", "tool", "system")
 SORTS = ("relevance", "newest", "oldest")
 READ_HEAD = 12
 READ_TAIL = 12
