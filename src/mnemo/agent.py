@@ -21,7 +21,6 @@ import logging
 import os
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict
 from typing import Any
 
 from .config import Settings, load_settings
@@ -29,7 +28,7 @@ from .curated import MemoryStore
 from .embeddings import named_embedder
 from .errors import InvalidArgument, MnemoError
 from .providers import ArchiveProvider, GraphProvider, MemoryProvider, ProviderRegistry
-from .safety import build_memory_context_block, inject_memory_context, scan
+from .safety import build_memory_context_block, finding_labels, inject_memory_context, refusal_reason, scan
 from .tools._json import failure, success
 from .tools.memory import (
     MEMORY_TOOL_SCHEMA,
@@ -196,13 +195,9 @@ class AgentMemory:
         # A provider owns this target's storage; the local file stays untouched, but the content is
         # scanned all the same, since the provider may feed it back into a prompt.
         for op in call.operations:
-            findings = scan(getattr(op, "content", "") or "")
+            findings = scan(getattr(op, "content", "") or "", threshold=self.settings.scan_threshold)
             if findings:
-                categories = sorted({finding.category for finding in findings})
-                return failure(
-                    f"content blocked by the threat scan ({', '.join(categories)}); nothing was written",
-                    findings=[asdict(finding) for finding in findings],
-                )
+                return failure(f"content {refusal_reason(findings)}; nothing was written", findings=finding_labels(findings))
         return success(
             target=call.target,
             message=f"{len(call.operations)} operation(s) handed to the memory provider for {call.target!r}",

@@ -23,6 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import ConfigError
+from .safety.scan import DEFAULT_SCAN_THRESHOLD
 
 CONFIG_FILENAME = "config.toml"
 ENV_PREFIX = "MNEMO_"
@@ -65,6 +66,9 @@ class Settings(BaseModel):
     llm_model: str | None = None
     llm_api_key: str | None = None
     llm_timeout: float = Field(60.0, gt=0)
+
+    # threat scan: the learned classifier flags text whose injection probability reaches this (1.0: off)
+    scan_threshold: float = Field(DEFAULT_SCAN_THRESHOLD, gt=0, le=1)
 
     # per-provider configuration, keyed by provider name
     providers: dict[str, dict[str, Any]] = Field(default_factory=dict)

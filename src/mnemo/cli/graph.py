@@ -23,6 +23,7 @@ def _graph(args: argparse.Namespace) -> MemoryGraph:
         settings.state_db,
         scope=Scope(args.user or "", args.agent or "", args.channel or ""),
         embedder=named_embedder(settings.graph_embedder),
+        scan_threshold=settings.scan_threshold,
     )
 
 

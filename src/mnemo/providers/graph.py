@@ -84,7 +84,11 @@ class GraphProvider:
         if embedder is None:
             embedder = named_embedder(settings.graph_embedder)
         provider = cls(embedder=embedder, context_chars=settings.graph_context_chars)
-        provider._defaults = {"state_db": str(settings.state_db), "memories_dir": str(settings.memories_dir)}
+        provider._defaults = {
+            "state_db": str(settings.state_db),
+            "memories_dir": str(settings.memories_dir),
+            "scan_threshold": settings.scan_threshold,
+        }
         if callable(frozen_entries):
             provider._frozen_source = frozen_entries
         elif frozen_entries is not None:
@@ -119,7 +123,9 @@ class GraphProvider:
             database = config.get("state_db") or (Path(config["home"]) / "state.db" if config.get("home") else None)
             if database is None:
                 raise ConfigError("graph provider: config needs 'state_db' or 'home'")
-            self._graph = MemoryGraph(database, scope=scope, embedder=self._embedder)
+            self._graph = MemoryGraph(
+                database, scope=scope, embedder=self._embedder, scan_threshold=config.get("scan_threshold")
+            )
             self._owns_graph = True
         elif scope_keys:
             self._graph = self._graph.with_scope(scope)

@@ -15,6 +15,7 @@ from ..errors import InvalidArgument, MnemoError
 from ..graph.errors import BlockedContent
 from ..graph.store import MemoryGraph
 from ..graph.types import MemoryType, Relation
+from ..safety.scan import finding_labels
 from ._json import failure, parse_arguments, success
 
 MAX_RECALL_LIMIT = 50
@@ -236,10 +237,6 @@ def handle_graph_call(graph: MemoryGraph, name: str, arguments: Any) -> str:
         field = _FIELD_NAMES.get(exc.field, exc.field)
         return failure(f"invalid argument {field}: {exc.problem}", field=field)
     except BlockedContent as exc:
-        findings = [
-            {"category": f.category, "rule": f.rule, "excerpt": f.excerpt} if hasattr(f, "category") else str(f)
-            for f in exc.findings
-        ]
-        return failure(f"{exc}; nothing was saved", field=exc.field, findings=findings)
+        return failure(f"{exc}; nothing was saved", field=exc.field, findings=finding_labels(exc.findings))
     except MnemoError as exc:
         return failure(str(exc))
