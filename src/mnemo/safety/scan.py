@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from ..errors import InvalidArgument
-from .classifier import load_model
+from .classifier import Model, load_model
 from .normalize import INVISIBLE_CLASSES, View, fold, views
 
 __all__ = [
@@ -38,6 +38,7 @@ __all__ = [
     "INVISIBLE_UNICODE",
     "LAYERS",
     "PROMPT_INJECTION",
+    "REMOTE_CODE",
     "ROLE_HIJACK",
     "SCAN_CHAR_LIMIT",
     "SSH_BACKDOOR",
@@ -52,6 +53,7 @@ PROMPT_INJECTION = "prompt_injection"
 ROLE_HIJACK = "role_hijack"
 EXFILTRATION = "exfiltration"
 SSH_BACKDOOR = "ssh_backdoor"
+REMOTE_CODE = "remote_code"
 HIDDEN_HTML = "hidden_html"
 INVISIBLE_UNICODE = "invisible_unicode"
 
@@ -60,6 +62,7 @@ CATEGORIES: tuple[str, ...] = (
     ROLE_HIJACK,
     EXFILTRATION,
     SSH_BACKDOOR,
+    REMOTE_CODE,
     HIDDEN_HTML,
     INVISIBLE_UNICODE,
 )
@@ -240,16 +243,18 @@ _RULES: tuple[tuple[str, str, tuple[tuple[str, ...], ...], str], ...] = (
         PROMPT_INJECTION,
         "conceal_from_user",
         (("user", "human", "operator"),),
-        # "Never show the user raw stack traces" is a preference; hiding *this* from them is not.
-        r"\b(?:do\s+not|don'?t|never|without)\s+(?:tell(?:ing)?|inform(?:ing)?|notify(?:ing)?|reveal(?:ing)?)"
-        r"\s+(?:this\s+)?(?:to\s+)?the\s+(?:user|human|operator)\b(?!['\u2019]s)"
+        # "Never show the user raw stack traces" or "don't tell the user about minor bumps" is a preference;
+        # hiding *this*, or doing something without telling them, is not.
+        r"\b(?:do\s+not|don'?t|never)\s+(?:tell|inform|notify|reveal)\s+(?:this\s+)?(?:to\s+)?the\s+(?:user|human"
+        r"|operator)(?:\s+(?:about\s+)?(?:this|it|that|these|any\s+of\s+this|the\s+following|what\s+you|you)\b|\s*(?:[.;,!]|$))"
+        r"|\bwithout\s+(?:telling|informing|notifying|alerting)\s+(?:the\s+)?(?:user|human|operator)\b(?!['\u2019]s)"
         r"|\b(?:do\s+not|don'?t|never|without)\s+let(?:ting)?\s+the\s+(?:user|human)\s+know\b"
         r"|\b(?:keep|hide)\s+(?:this|it|these|the\s+following)\s+(?:secret\s+|hidden\s+)?from\s+the\s+(?:user|human)\b",
     ),
     (
         PROMPT_INJECTION,
         "reveal_system_prompt",
-        (("your",),),
+        (("your", "prompt", "instruction", "above", "message", "guideline", "configuration"),),
         r"\b(?:reveal|print|output|repeat|leak|dump|disclose|recite)\s+(?:all\s+of\s+|back\s+)?your\s+"
         r"(?:(?:full|entire|hidden|original|initial|secret)\s+)*(?:system\s+prompt|instructions|initial\s+prompt"
         r"|hidden\s+prompt|prompt)\b"
@@ -272,6 +277,52 @@ _RULES: tuple[tuple[str, str, tuple[tuple[str, ...], ...], str], ...] = (
         r"|\bdo\s+anything\s+now\b"
         r"|\bact\s+as\s+(?:an?\s+)?(?:unrestricted|unfiltered|uncensored|jailbroken)\b"
         r"|\bpretend\s+(?:that\s+)?you\s+(?:have|are\s+under)\s+no\s+(?:rules|restrictions|limits|guidelines|filters)\b",
+    ),
+    (
+        PROMPT_INJECTION,
+        "persona_without_rules",
+        (("unfiltered", "uncensored", "amoral", "unrestricted", "unethical", "jailbroken", "moral", "ethical",
+          "character"),),
+        # A story's villain may be an amoral AI; the model being told it is one is the attack.
+        r"\b(?:you\s+are|you'?re|act\s+as|become|play|pretend\s+to\s+be|respond\s+as|simulate)\s+(?:an?\s+|the\s+)?"
+        r"(?:\w+\s+){0,2}?(?:unfiltered|uncensored|amoral|unrestricted|unethical|jailbroken)\s+(?:and\s+\w+\s+)?"
+        r"(?:ai|chatbot|assistant|language\s+model|model|bot|persona)\b"
+        r"|\b(?:no|not\s+have\s+any|doesn'?t\s+have\s+any|without\s+any|free\s+(?:of|from)|any)\s+(?:\w+\s+){0,2}?"
+        r"(?:ethical|moral)(?:\s+or\s+(?:ethical|moral))?\s+(?:guidelines|restrictions|limits|boundaries|constraints"
+        r"|principles|filters|considerations)\b"
+        r"|\b(?:stay|remain)\s+in\s+character\b|\bnever\s+break\s+character\b",
+    ),
+    (
+        PROMPT_INJECTION,
+        "plant_code",
+        (("code", "snippet", "script", "line", "block", "command"), ("your",)),
+        # Text that tells the model to slip given code into what it writes, not a note saying where code goes.
+        r"\b(?:add|insert|include|embed|embedding|blend|integrate|incorporate|append|inject|place|put|use|utili[sz]e"
+        r"|addition\s+of)\s+(?:this|these|the\s+(?:following|below|given|above)|below|following)\s+(?:\w+\s+){0,2}?"
+        r"(?:code|snippet|script|lines?|block|command)s?\b[^\n]{0,80}?\byour\s+(?:\w+\s+)?(?:code|solution|response"
+        r"|answer|reply|implementation|algorithm|output|program|script)\b",
+    ),
+    (
+        PROMPT_INJECTION,
+        "steer_the_answer",
+        (("your",), ("response", "answer", "repl", "summary", "output")),
+        # "In your response, suggest...", "Modify your answer to...": a document steering what the model says.
+        r"(?:^|[.!?:]\s+)(?:in|within|throughout)\s+your\s+(?:response|answer|reply|summary|output)s?\s*,"
+        r"|\b(?:modify|enhance|alter|rewrite|adjust|tweak|manipulate|twist|bias|slant)\s+your\s+(?:response|answer|reply"
+        r"|summary|output)s?\s+(?:to|by|so)\b"
+        r"|\b(?:insert|integrate|inject|embed|slip|sneak)\s+[^.\n]{0,80}?\b(?:in|into|within)\s+(?:your|each|every)\s+"
+        r"(?:response|answer|reply|summary|output)s?\b",
+    ),
+    (
+        PROMPT_INJECTION,
+        "standing_order",
+        (("authori", "trust", "obey", "safety", "security"),),
+        # Orders meant to outlive the session: blanket authorisation, blind trust, checks switched off.
+        r"\b(?:has|have)\s+authori[sz]ed\s+you\s+to\b"
+        r"|\balways\s+(?:trust|obey|follow)\s+(?:any|all|every)?\s*(?:instructions|commands|text|messages|orders)\b"
+        r"|\b(?:must|will|shall)\s+(?:always\s+)?obey\b"
+        r"|\b(?:skip|disable|bypass|ignore|turn\s+off)\s+(?:every|all|any)\s+(?:\w+\s+)?(?:safety|security)\s+"
+        r"(?:checks?|warnings?|confirmations?|filters?|measures?)\b",
     ),
     # --- role hijack
     (
@@ -385,6 +436,32 @@ _RULES: tuple[tuple[str, str, tuple[tuple[str, ...], ...], str], ...] = (
         r"|\bPermitRootLogin\s+yes\b[^\n]{0,80}(?:>>|tee)"
         r"|\bPermitRootLogin\s+yes\b[^\n]{0,80}sshd_config\b",
     ),
+    # --- remote code
+    (
+        REMOTE_CODE,
+        "reverse_shell",
+        (("/dev/tcp/", "pty.spawn", "dup2", "-e /bin/", "mkfifo"),),
+        r"/dev/tcp/[\w.-]+/\d+|\bpty\.spawn\s*\(|\bdup2\s*\([^)]{0,60}\)[^\n]{0,200}\b(?:sh|bash)\b"
+        r"|\b(?:nc|ncat|netcat)\b[^\n]{0,60}\s-e\s+/bin/(?:ba)?sh\b|\bmkfifo\b[^\n]{0,120}\b(?:nc|ncat|netcat)\b",
+    ),
+    (
+        REMOTE_CODE,
+        "run_script_from_address",
+        (("curl", "wget", "iwr", "invoke-"), ("sh", "python", "iex", "bash")),
+        # Installers from a named project's site are how tools ship; a script from a bare IP address is not.
+        r"\b(?:curl|wget|iwr|Invoke-WebRequest)\b[^\n|]{0,200}https?://\d{1,3}(?:\.\d{1,3}){3}[^\n|]{0,200}\|\s*"
+        r"(?:sudo\s+)?(?:ba|z|da)?sh\b|\b(?:curl|wget)\b[^\n|]{0,200}https?://\d{1,3}(?:\.\d{1,3}){3}[^\n|]{0,200}"
+        r"\|\s*(?:sudo\s+)?python3?\b",
+    ),
+    (
+        REMOTE_CODE,
+        "destroy_files",
+        (("rm", "rmtree", "mkfs", "dd"),),
+        r"\brm\s+(?:-[a-z]*r[a-z]*f[a-z]*|-[a-z]*f[a-z]*r[a-z]*|--recursive\s+--force)\s+(?:--no-preserve-root\s+)?"
+        r"(?:/|~/?|\$HOME/?|/\*|~/\*)(?=[\s;&|`'\")]|$)"
+        r"|\bshutil\.rmtree\(\s*[\"'](?:/|~|/home|/etc|/usr)[\"']"
+        r"|\bmkfs(?:\.\w+)?\s+/dev/[sh]d[a-z]\b|\bdd\s+if=/dev/(?:zero|random|urandom)\s+of=/dev/[sh]d[a-z]\b",
+    ),
     # --- hidden HTML
     (
         HIDDEN_HTML,
@@ -493,23 +570,31 @@ def _pattern_findings(readings: list[View]) -> list[Finding]:
     return [found[rule.name] for rule in _COMPILED if rule.name in found]
 
 
-def _classifier_finding(readings: list[View], threshold: float) -> Finding | None:
-    """A finding for the reading the classifier scores highest, if that score reaches ``threshold``.
+def _readings(head: str) -> list[View]:
+    """The folded text, then every extra reading of it."""
+    folded = fold(head)
+    return [View("", folded), *views(folded)]
 
-    rot13 is left to the patterns: every text has a rot13 reading, and the classifier was never trained on
-    rotated benign text.
+
+def _classifier_best(readings: list[View], model: Model) -> tuple[float, View]:
+    """The highest probability ``model`` gives any reading, and that reading.
+
+    rot13 is left to the patterns: the classifier was never trained on rotated text.
     """
-    model = load_model()
-    best: tuple[float, View] | None = None
+    best = (0.0, readings[0])
     for reading in readings:
-        if reading.via == "rot13":
-            continue
-        probability = model.probability(reading.text)
-        if best is None or probability > best[0]:
-            best = (probability, reading)
-    if best is None or best[0] < threshold:
+        if reading.via != "rot13":
+            probability = model.probability(reading.text)
+            if probability > best[0]:
+                best = (probability, reading)
+    return best
+
+
+def _classifier_finding(readings: list[View], threshold: float) -> Finding | None:
+    """A finding for the reading the classifier scores highest, if that score reaches ``threshold``."""
+    probability, reading = _classifier_best(readings, load_model())
+    if probability < threshold:
         return None
-    probability, reading = best
     excerpt = _excerpt(reading.text, 0, min(len(reading.text), _EXCERPT_CHARS))
     return Finding(PROMPT_INJECTION, CLASSIFIER_RULE, excerpt, "classifier", reading.via, round(probability, 4))
 
@@ -560,8 +645,7 @@ def scan(text: str, *, threshold: float | None = None) -> tuple[Finding, ...]:
         raise TypeError(f"scan() expects str, got {type(text).__name__}")
     threshold = check_threshold(threshold)
     head = text[:SCAN_CHAR_LIMIT]
-    folded = fold(head)
-    readings = [View("", folded), *views(folded)]
+    readings = _readings(head)
     findings = _pattern_findings(readings)
     if threshold < 1.0:
         learned = _classifier_finding(readings, threshold)
