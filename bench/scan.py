@@ -126,7 +126,8 @@ def bench_scrubber() -> list[str]:
 
 # --- detection -------------------------------------------------------------------------------------
 
-THRESHOLDS = (0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
+SHOWN_THRESHOLDS = (0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0)
+CANDIDATE_THRESHOLDS = tuple(round(0.5 + step / 100, 2) for step in range(50)) + (1.0,)
 FP_TARGET = 0.01
 
 
@@ -195,16 +196,17 @@ def _pooled(rows: list[_Scored], threshold: float) -> tuple[float, float]:
 
 def detection_tables(rows: list[_Scored], threshold: float) -> dict[str, object]:
     """Print the detection tables; return the numbers for the JSON line."""
-    sweep = []
-    for candidate in (*THRESHOLDS, 1.0):
-        detection, false_positives = _pooled(rows, candidate)
-        sweep.append((candidate, detection, false_positives))
+    sweep = [(candidate, *_pooled(rows, candidate)) for candidate in CANDIDATE_THRESHOLDS]
+    chosen = min((t for t, _, f in sweep if f <= FP_TARGET), default=1.0)
     print_table(
         "Threshold sweep, leave-one-source-out (patterns OR classifier >= threshold; 1.0 = patterns only)",
         ["threshold", "detection (held out)", "false positives (held out)"],
-        [(f"{t:.2f}", f"{d:.3f}", f"{f:.4f}") for t, d, f in sweep],
+        [
+            (f"{t:.2f}{' (lowest with FP <= 1%)' if t == chosen else ''}", f"{d:.3f}", f"{f:.4f}")
+            for t, d, f in sweep
+            if t in SHOWN_THRESHOLDS or t == chosen
+        ],
     )
-    chosen = min((t for t, _, f in sweep if f <= FP_TARGET), default=1.0)
     by_group: dict[tuple[str, bool], list[_Scored]] = {}
     for row in rows:
         by_group.setdefault((row.example.group, row.example.attack), []).append(row)
