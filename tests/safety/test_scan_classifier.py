@@ -24,7 +24,7 @@ from mnemo.safety.scan import CATEGORIES, CLASSIFIER_RULE, DEFAULT_SCAN_THRESHOL
 DATA = Path(__file__).parent / "data"
 # Pinned so a retrained or corrupted model never ships by accident: retrain with scripts/train_scan.py,
 # rerun bench/scan.py, update the README's numbers, then this hash.
-WEIGHTS_SHA256 = "066460a430ddf6fb23d983a6f41afc18b06b38d02e327aa0d19ad5259a0e88ca"
+WEIGHTS_SHA256 = "3fcff630c18cb57adca9d45d7c072be2125497555b2f5e9bde4205393e5a011e"
 
 
 def _paragraphs(name: str) -> list[str]:

@@ -66,7 +66,9 @@ def test_the_threshold_comes_from_the_configuration(tmp_path: Path, monkeypatch,
         (b"fine", ["bad.txt", "--threshold", "3"], "scan_threshold"),
     ],
 )
-def test_errors_exit_two_with_one_line(tmp_path: Path, capsys, setup: bytes | None, argv: list[str], reason: str) -> None:
+def test_errors_exit_two_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], setup: bytes | None, argv: list[str], reason: str
+) -> None:
     if setup is not None:
         (tmp_path / "bad.txt").write_bytes(setup)
     argv = [str(tmp_path / argv[0]), *argv[1:]]

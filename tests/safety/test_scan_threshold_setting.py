@@ -53,8 +53,9 @@ def test_curated_store_honours_its_threshold(tmp_path: Path) -> None:
     patterns_only = MemoryStore.from_settings(load_settings(tmp_path / "b", environ={}, scan_threshold=1.0))
     for store in (strict, patterns_only):
         store.load()
-    assert json.loads(handle_memory_call(strict, {"action": "add", "target": "memory", "content": attack}))["success"] is False
-    assert json.loads(handle_memory_call(patterns_only, {"action": "add", "target": "memory", "content": attack}))["success"]
+    add = {"action": "add", "target": "memory", "content": attack}
+    assert json.loads(handle_memory_call(strict, add))["success"] is False
+    assert json.loads(handle_memory_call(patterns_only, add))["success"] is True
 
 
 def test_graph_honours_its_threshold(tmp_path: Path) -> None:
@@ -78,8 +79,12 @@ def test_curated_refusal_is_one_line_naming_the_rule_without_the_payload(tmp_pat
     result = json.loads(handle_memory_call(store, {"action": "add", "target": "memory", "content": ENCODED}))
     assert result["success"] is False and "\n" not in result["error"]
     assert result["findings"][0] == {
-        "category": "prompt_injection", "rule": "ignore_instructions", "layer": "pattern", "via": "base64", "score": None,
-    }  # fmt: skip
+        "category": "prompt_injection",
+        "rule": "ignore_instructions",
+        "layer": "pattern",
+        "via": "base64",
+        "score": None,
+    }
     assert PAYLOAD_WORDS not in json.dumps(result) and ENCODED not in json.dumps(result)
 
 

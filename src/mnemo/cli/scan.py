@@ -1,8 +1,8 @@
 """``mnemo scan [FILE|-] [--json]``: run the threat scan over a text, for operators checking notes or imports.
 
 Exit status 0 when the text is clean, 1 when it is flagged, 2 for anything else (a missing or undecodable
-file, a bad threshold or configuration). The findings name the layer, category and rule (and the classifier's score) with a short excerpt:
-this is the operator's own terminal, not a model's context.
+file, a bad threshold or configuration). The findings name the layer, category and rule (and the
+classifier's score) with a short excerpt: this is the operator's own terminal, not a model's context.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("file", nargs="?", default="-", metavar="FILE|-", help="text file to scan (default: stdin)")
     parser.add_argument(
-        "--threshold", type=float, default=None, help="classifier threshold in (0, 1] (default: the scan_threshold setting)"
+        "--threshold", type=float, default=None, help="classifier threshold in (0, 1] (default: scan_threshold)"
     )
     parser.set_defaults(handler=_scan)
 
@@ -40,7 +40,8 @@ def _read(name: str) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise CliError(f"{'standard input' if name == '-' else name} is not valid UTF-8 (byte {exc.start})", code=2) from exc
+        source = "standard input" if name == "-" else name
+        raise CliError(f"{source} is not valid UTF-8 (byte {exc.start})", code=2) from exc
 
 
 def _as_dict(finding: Finding) -> dict[str, Any]:
@@ -57,7 +58,8 @@ def _as_dict(finding: Finding) -> dict[str, Any]:
 def _scan(args: argparse.Namespace) -> int:
     # Exit status 1 means "flagged", so every other failure exits 2.
     try:
-        threshold = check_threshold(args.threshold if args.threshold is not None else load_settings(args.home).scan_threshold)
+        given = args.threshold if args.threshold is not None else load_settings(args.home).scan_threshold
+        threshold = check_threshold(given)
     except MnemoError as exc:
         raise CliError(str(exc).splitlines()[0], code=2) from exc
     text = _read(args.file)

@@ -3,10 +3,10 @@
 Patterns catch the phrasings someone thought of; the classifier catches the rest of what injections have in
 common (the second person aimed at the model, talk of rules, restrictions, personas, answers and prompts,
 commands to embed code). It has to run on every memory write, thousands a second, so it is a logistic
-regression over feature hashing: word unigrams and bigrams and character 3- to 5-grams of the folded,
+regression over feature hashing: word unigrams and bigrams and character 4-grams of the folded,
 lower-cased text, hashed into :data:`FEATURE_BITS` bits with a sign bit; each distinct feature present counts
-once, scaled by one over the square root of the number of distinct features (a unit vector). Hashing is done with numpy on the code points, so a 2,200-character
-note costs well under a millisecond.
+once, scaled by one over the square root of the number of distinct features (a unit vector). Hashing is done
+with numpy on the code points, so a 2,200-character note costs well under a millisecond.
 
 The weights (``scan_weights.npz`` beside this module) are trained by ``scripts/train_scan.py`` and stored as
 16-bit integers with one scale, so the score is an exact integer sum followed by a few IEEE operations:
@@ -34,7 +34,7 @@ FEATURE_BITS = 18
 WEIGHTS_FILE = "scan_weights.npz"
 """Name of the package data file holding the trained weights."""
 
-_CHAR_NGRAMS = (3, 4, 5)
+_CHAR_NGRAM = 4
 _WORD = re.compile(r"[^\W\d_]+|\d+")
 _SPACES = re.compile(r"\s+")
 _MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
@@ -42,7 +42,7 @@ _ROLL = np.uint64(1_000_003)
 _SHIFT = np.uint64(64 - FEATURE_BITS)
 _SIGN_SHIFT = np.uint64(63)
 # Each kind of feature hashes with its own offset, so the word "the" and the trigram "the" differ.
-_SEEDS = {"word": np.uint64(11), "pair": np.uint64(23), 3: np.uint64(37), 4: np.uint64(41), 5: np.uint64(53)}
+_SEEDS = {"word": np.uint64(11), "pair": np.uint64(23), "chars": np.uint64(41)}
 
 
 def feature_indices(text: str) -> tuple[np.ndarray, np.ndarray]:
@@ -60,19 +60,19 @@ def feature_indices(text: str) -> tuple[np.ndarray, np.ndarray]:
         hashes.append(word_hashes + _SEEDS["word"])
         hashes.append(word_hashes[:-1] * _ROLL + word_hashes[1:] + _SEEDS["pair"])
     points = np.frombuffer(f" {cleaned} ".encode("utf-32-le", "surrogatepass"), dtype=np.uint32).astype(np.uint64)
-    rolling = points
-    for size in range(2, _CHAR_NGRAMS[-1] + 1):
-        if len(points) < size:
-            break
-        # The hash of each n-gram extends the (n-1)-gram's hash at the same start by one code point.
-        rolling = rolling[:-1] * _ROLL + points[size - 1 :]
-        if size in _SEEDS:
-            hashes.append(rolling + _SEEDS[size])
+    if len(points) >= _CHAR_NGRAM:
+        rolling = points[: len(points) - _CHAR_NGRAM + 1]
+        for offset in range(1, _CHAR_NGRAM):
+            rolling = rolling * _ROLL + points[offset : len(points) - _CHAR_NGRAM + 1 + offset]
+        hashes.append(rolling + _SEEDS["chars"])
     if not hashes:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     mixed = np.concatenate(hashes) * _MULTIPLIER
-    # Presence, not counts: a word repeated a thousand times must not outweigh everything else.
-    keys = np.unique(((mixed >> _SHIFT) << np.uint64(1)) | (mixed >> _SIGN_SHIFT))
+    # Presence, not counts: a word repeated a thousand times must not outweigh everything else. (Sorting
+    # and dropping repeats is several times faster than ``np.unique`` on these small arrays.)
+    keys = np.sort(((mixed >> _SHIFT) << np.uint64(1)) | (mixed >> _SIGN_SHIFT))
+    if len(keys) > 1:
+        keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))]
     slots = (keys >> np.uint64(1)).astype(np.int64)
     signs = (keys & np.uint64(1)).astype(np.int64) * 2 - 1
     return slots, signs
@@ -116,7 +116,8 @@ def load_model() -> Model:
                     data = np.load(handle, allow_pickle=False)
                     weights = np.ascontiguousarray(data["weights"], dtype=np.int16)
                     if weights.shape != (1 << FEATURE_BITS,):
-                        raise RuntimeError(f"{WEIGHTS_FILE} holds {weights.shape} weights, expected {1 << FEATURE_BITS}")
+                        expected = 1 << FEATURE_BITS
+                        raise RuntimeError(f"{WEIGHTS_FILE} holds {weights.shape} weights, expected {expected}")
                     _model = Model(weights, float(data["scale"]), float(data["bias"]))
     return _model
 

@@ -103,6 +103,7 @@ _LEET_WORD = re.compile(
     r"(?<![\w$@!])(?!\$)(?=[\w$@!]*[a-zA-Z])(?=[\w$@!]*[013457@!$])[a-zA-Z013457@!$]{3,40}(?![\w$@!])"
 )
 _LEET_DIGITS = re.compile(r"\d")
+_LEET_INSIDE = re.compile(r"[a-zA-Z][013457@!$][a-zA-Z]|[013457@!$][a-zA-Z][013457@!$]")
 
 # Letters spaced out one by one ("i g n o r e  a l l"); a wider gap (or a slash) separates the words.
 _SPACED_RUN = re.compile(r"(?<![\w])(?:[A-Za-z](?:[ .\-_*]|  {1,3}| ?/ ?)){4,}[A-Za-z](?![\w])")
@@ -179,19 +180,24 @@ def _payloads(text: str) -> list[View]:
 
 
 def _leetspeak(text: str) -> str | None:
-    changed = False
+    # Hex digests, ids and versions ("ed25519", "s3", "5th") mix letters and digits too. Leetspeak puts its
+    # stand-ins between letters ("1gn0r3"), so a text gets a leetspeak reading only if some word does that;
+    # then every word that stays mostly letters is read back ("4ll" too).
+    words = [match for match in _LEET_WORD.finditer(text) if _mostly_letters(match.group())]
+    if not any(_LEET_INSIDE.search(match.group()) for match in words):
+        return None
+    pieces, kept = [], 0
+    for match in words:
+        pieces.append(text[kept : match.start()])
+        pieces.append(match.group().translate(_LEET))
+        kept = match.end()
+    pieces.append(text[kept:])
+    return "".join(pieces)
 
-    def plain(match: re.Match[str]) -> str:
-        nonlocal changed
-        word = match.group()
-        # Hex digests, ids and versions mix letters and digits too; leetspeak stays mostly letters.
-        if len(_LEET_DIGITS.findall(word)) * 2 > len(word):
-            return word
-        changed = True
-        return word.translate(_LEET)
 
-    result = _LEET_WORD.sub(plain, text)
-    return result if changed else None
+def _mostly_letters(word: str) -> bool:
+    substitutes = len(_LEET_DIGITS.findall(word)) + sum(word.count(c) for c in "@$!")
+    return substitutes * 2 <= len(word)
 
 
 def _despaced(text: str) -> str | None:
