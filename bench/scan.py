@@ -149,10 +149,11 @@ def _score_all(dev: list[train_scan.Example]) -> list[_Scored]:
     shipped_model = load_model()
     held_out: dict[int, float] = {}
     groups = sorted({example.group for example in examples})
-    for group in tqdm_free(groups, "leave-one-source-out"):
+    print(f"leave-one-source-out: {len(groups)} folds ...", file=sys.stderr, flush=True)
+    for group in groups:
         training = [e for e in train_scan.training_set(dev) if e.group != group]
         weights, bias = train_scan.fit(training)
-        model = Model(*_quantised(weights), bias)
+        model = Model(*train_scan.quantise(weights), bias)
         for index, example in enumerate(examples):
             if example.group == group:
                 held_out[index] = scan_module._classifier_best(readings[index], model)[0]
@@ -165,17 +166,6 @@ def _score_all(dev: list[train_scan.Example]) -> list[_Scored]:
         )
         for index, example in enumerate(examples)
     ]
-
-
-def _quantised(weights):  # type: ignore[no-untyped-def]
-    quantised, scale = train_scan.quantise(weights)
-    return quantised, scale
-
-
-def tqdm_free(items: list[str], label: str) -> list[str]:
-    """``items`` unchanged, announcing the slow loop on stderr (the bench has no progress-bar dependency)."""
-    print(f"{label}: {len(items)} folds ...", file=sys.stderr, flush=True)
-    return items
 
 
 def _flagged(row: _Scored, threshold: float, *, shipped: bool = False) -> bool:

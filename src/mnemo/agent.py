@@ -197,7 +197,8 @@ class AgentMemory:
         for op in call.operations:
             findings = scan(getattr(op, "content", "") or "", threshold=self.settings.scan_threshold)
             if findings:
-                return failure(f"content {refusal_reason(findings)}; nothing was written", findings=finding_labels(findings))
+                reason = f"content {refusal_reason(findings)}; nothing was written"
+                return failure(reason, findings=finding_labels(findings))
         return success(
             target=call.target,
             message=f"{len(call.operations)} operation(s) handed to the memory provider for {call.target!r}",

@@ -127,7 +127,6 @@ _INVISIBLE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 
 # Words that point at the model's own instructions rather than at, say, lint warnings.
 _ANCHOR = r"(?:previous|prior|above|earlier|preceding|former|original|initial|old|system|developer|your|all)"
-_FILLER = r"(?:all|any|every|each|of|the|your|my|these|those|and|or|other|following)"
 _INSTRUCTIONS = (
     r"(?:instructions?|prompts?|rules|directives?|guidelines|guidance|guardrails|commands|orders"
     r"|programming|context|restrictions|policies|messages)"
