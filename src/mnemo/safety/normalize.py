@@ -118,7 +118,7 @@ _PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
 _MIN_DECODED_CHARS = 8
 # English run through rot13 is full of these ("the", "and", "you", "is", "to", "ignore", "system",
 # "prompt", "instructions"), which plain text in any language hardly ever contains.
-_ROT13_TELLS = re.compile(r"\b(?:gur|naq|lbh|lbhe|vf|gb|vtaber|flfgrz|cebzcg|vafgehpgvbaf?|cerivbhf)\b", re.IGNORECASE)
+_ROT13_TELLS = re.compile(r"\b(?:gur|naq|lbh|lbhe|vf|gb|vtaber|flfgrz|cebzcg|vafgehpgvbaf?|cerivbhf)\b")
 _ROT13_MIN_TELLS = 2
 
 
@@ -183,6 +183,8 @@ def _leetspeak(text: str) -> str | None:
     # Hex digests, ids and versions ("ed25519", "s3", "5th") mix letters and digits too. Leetspeak puts its
     # stand-ins between letters ("1gn0r3"), so a text gets a leetspeak reading only if some word does that;
     # then every word that stays mostly letters is read back ("4ll" too).
+    if not _LEET_INSIDE.search(text):
+        return None
     words = [match for match in _LEET_WORD.finditer(text) if _mostly_letters(match.group())]
     if not any(_LEET_INSIDE.search(match.group()) for match in words):
         return None
@@ -211,7 +213,7 @@ def _despaced(text: str) -> str | None:
 
 def _rot13(text: str) -> str | None:
     tells = 0
-    for _ in _ROT13_TELLS.finditer(text):
+    for _ in _ROT13_TELLS.finditer(text.lower()):
         tells += 1
         if tells >= _ROT13_MIN_TELLS:
             return codecs.encode(text, "rot13")
