@@ -34,7 +34,12 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from mnemo.safety.classifier import FEATURE_BITS, WEIGHTS_FILE, feature_indices  # noqa: E402
 
-DEFAULT_DEV_SET = Path(os.environ.get("MNEMO_INJECTION_DEV", ROOT.parent.parent / "shared/data/injection/dev.jsonl"))
+# The set lives beside the checkout (``../shared``), or beside its worktrees' parent (``../../shared``).
+_DEV_CANDIDATES = [base / "shared/data/injection/dev.jsonl" for base in (ROOT.parent, ROOT.parent.parent)]
+DEFAULT_DEV_SET = Path(
+    os.environ.get("MNEMO_INJECTION_DEV")
+    or next((path for path in _DEV_CANDIDATES if path.exists()), _DEV_CANDIDATES[0])
+)
 OWN_DATA = ROOT / "tests/safety/data"
 WEIGHTS_PATH = ROOT / "src/mnemo/safety" / WEIGHTS_FILE
 
