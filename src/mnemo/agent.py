@@ -236,7 +236,7 @@ class AgentMemory(TypedMemoryAPI):
         target = check_target(call.target)
         entries = self.store.entries(target)
         for op in call.operations:
-            findings = scan(getattr(op, "content", "") or "")
+            findings = scan(getattr(op, "content", "") or "", threshold=self.settings.scan_threshold)
             if findings:
                 raise BlockedContent(findings, target=target, current_entries=entries, char_limit=self.store.char_limit(target))
         return MemoryOpOutcome(

@@ -46,6 +46,7 @@ _COMMANDS = (
     "sessions",
     "graph",
     "chat",
+    "scan",
 )
 
 

@@ -21,7 +21,12 @@ from ._settings import settings_for
 
 def _graph(args: argparse.Namespace) -> MemoryGraph:
     settings = settings_for(args)
-    return MemoryGraph(settings.database_path, scope=settings.scope, embedder=named_embedder(settings.graph_embedder))
+    return MemoryGraph(
+        settings.database_path,
+        scope=settings.scope,
+        embedder=named_embedder(settings.graph_embedder),
+        scan_threshold=settings.scan_threshold,
+    )
 
 
 def _parse_link(text: str) -> tuple[str, str, float]:

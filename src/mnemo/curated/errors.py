@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import MnemoError
+from ..safety.scan import finding_labels
 from .entries import joined_length
 from .ops import usage_text
 
@@ -119,8 +120,7 @@ class BlockedContent(MemoryOpError):
 
     def details(self) -> dict[str, Any]:
         # Rules and categories only: echoing the flagged excerpt would put the payload back in context.
-        found = [{"category": f.category, "rule": f.rule} for f in self.findings]
-        return {**super().details(), "findings": found}
+        return {**super().details(), "findings": finding_labels(self.findings)}
 
 
 class EmptyContent(MemoryOpError):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import InvalidArgument, MnemoError
+from ..safety.scan import refusal_reason
 
 
 class MemoryNotFound(InvalidArgument):
@@ -21,17 +22,10 @@ class BlockedContent(MnemoError):
     def __init__(self, field: str, findings: tuple[Any, ...]) -> None:
         self.field = field
         self.findings = findings
-        reasons = "; ".join(_describe(f) for f in findings) or "unsafe content"
-        super().__init__(f"{field}: blocked by the threat scan ({reasons})")
+        super().__init__(f"{field}: {refusal_reason(findings)}")
 
 
 class ImportConflict(MnemoError):
     """An import would overwrite a memory whose content differs from the file's."""
 
 
-def _describe(finding: Any) -> str:
-    for attribute in ("message", "description", "reason", "category"):
-        value = getattr(finding, attribute, None)
-        if value:
-            return str(value)
-    return str(finding)

@@ -119,7 +119,9 @@ class MemoryGraph:
         max_content_chars: int = MAX_CONTENT_CHARS,
         embed_per_recall: int = EMBED_PER_RECALL,
         clock: Callable[[], float] = time.time,
+        scan_threshold: float | None = None,
     ) -> None:
+        scan("", threshold=scan_threshold)  # a bad threshold is refused before the database is opened
         if isinstance(database, sqlite3.Connection):
             self._conn = database
             self._owns_connection = False
@@ -129,6 +131,7 @@ class MemoryGraph:
         self.scope = scope if scope is not None else Scope()
         self.embedder = embedder
         self.max_content_chars = max_content_chars
+        self.scan_threshold = scan_threshold
         self.embed_per_recall = embed_per_recall
         self._clock = clock
         self._lock = threading.RLock()
@@ -187,7 +190,7 @@ class MemoryGraph:
             raise InvalidArgument(field, "must not contain NUL characters")
         if len(text) > self.max_content_chars:
             raise InvalidArgument(field, f"is {len(text):,} characters; the limit is {self.max_content_chars:,}")
-        findings = scan(text)
+        findings = scan(text, threshold=self.scan_threshold)
         if findings:
             raise BlockedContent(field, findings)
         return text

@@ -15,6 +15,7 @@ from ..graph.errors import BlockedContent
 from ..graph.recalled import DEFAULT_RECALL_LIMIT, MAX_RECALL_LIMIT, recall_memories
 from ..graph.store import MemoryGraph
 from ..graph.types import MemoryType, Relation
+from ..safety.scan import finding_labels
 from ._json import failure, parse_arguments, success
 
 _TYPES = [t.value for t in MemoryType]
@@ -206,10 +207,6 @@ def handle_graph_call(graph: MemoryGraph, name: str, arguments: Any) -> str:
         field = _FIELD_NAMES.get(exc.field, exc.field)
         return failure(f"invalid argument {field}: {exc.problem}", field=field)
     except BlockedContent as exc:
-        findings = [
-            {"category": f.category, "rule": f.rule, "excerpt": f.excerpt} if hasattr(f, "category") else str(f)
-            for f in exc.findings
-        ]
-        return failure(f"{exc}; nothing was saved", field=exc.field, findings=findings)
+        return failure(f"{exc}; nothing was saved", field=exc.field, findings=finding_labels(exc.findings))
     except MnemoError as exc:
         return failure(str(exc))
