@@ -27,10 +27,10 @@ from typing import Any
 from .config import Settings, load_settings
 from .curated import MemoryStore
 from .embeddings import named_embedder
-from .errors import InvalidArgument, MnemoError
+from .errors import InvalidArgument, MnemoError, excerpt
 from .providers import ArchiveProvider, GraphProvider, MemoryProvider, ProviderRegistry
 from .safety import build_memory_context_block, inject_memory_context, scan
-from .tools._json import failure, success
+from .tools._json import failure, refusal, success
 from .tools.memory import (
     MEMORY_TOOL_SCHEMA,
     MemoryCall,
@@ -173,14 +173,25 @@ class AgentMemory:
         return api_messages
 
     def handle_tool_call(self, name: str, arguments: Any) -> str:
-        """Run tool ``name`` (``memory`` or a provider's); ``arguments`` is a dict or JSON string. Returns JSON."""
+        """Run tool ``name`` (``memory`` or a provider's); ``arguments`` is a dict or JSON string.
+
+        Always returns a JSON string, whatever the arguments: a refusal names the field at fault and
+        changes nothing.
+        """
         self._require_session()
+        try:
+            return self._handle_tool_call(name, arguments)
+        except Exception as exc:  # noqa: BLE001 - the model must get an answer, never an exception
+            log.exception("tool %s failed unexpectedly", excerpt(name))
+            return failure(f"tool {excerpt(name)} failed: {type(exc).__name__} (see the log)")
+
+    def _handle_tool_call(self, name: str, arguments: Any) -> str:
         if name != _TOOL_NAME:
             return self.registry.handle_tool_call(name, arguments)
         try:
             call = parse_memory_call(arguments)
         except InvalidArgument as exc:
-            return failure(f"invalid argument {exc.field}: {exc.problem}", field=exc.field)
+            return refusal(exc)
         if self.registry.suppresses_local_writes(call.target):
             result = self._delegated_write(call)
         else:

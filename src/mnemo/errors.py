@@ -7,6 +7,8 @@ into a one-line reason and a non-zero exit code.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class MnemoError(Exception):
     """Base class of every error mnemo raises deliberately."""
@@ -23,3 +25,42 @@ class InvalidArgument(MnemoError, ValueError):
         self.field = field
         self.problem = problem
         super().__init__(f"{field}: {problem}")
+
+
+EXCERPT_CHARS = 40
+"""The most characters of an offending value an error message quotes."""
+
+
+def excerpt(value: Any, limit: int = EXCERPT_CHARS) -> str:
+    """A short, escaped quotation of ``value`` for an error message, whatever its size or content.
+
+    Strings are quoted with Python escapes (so control characters, lone surrogates and invisible
+    characters show as ``\\x00``, ``\\ud800``...) and cut to ``limit`` characters, the full length noted;
+    other values are shown by type. An error never echoes unbounded input back to a model or a log.
+    """
+    if isinstance(value, str):
+        if len(value) <= limit:
+            return repr(value)
+        return f"{value[:limit]!r}… ({len(value):,} characters)"
+    if value is None or isinstance(value, (bool, int, float)):
+        shown = repr(value)
+        return shown if len(shown) <= limit else f"{shown[:limit]}…"
+    return f"a {type(value).__name__}"
+
+
+def check_text(field: str, value: str) -> str:
+    """``value`` if it is text that can be stored anywhere; else :class:`InvalidArgument` naming ``field``.
+
+    Refuses NUL characters (C strings, SQLite and many tools cut text at them) and lone surrogates
+    (they cannot be encoded as UTF-8, so no file or database can hold them).
+    """
+    if "\x00" in value:
+        raise InvalidArgument(field, "must not contain NUL characters")
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidArgument(
+                field, f"is not valid UTF-8 text: a lone surrogate {excerpt(value[exc.start : exc.end])} at index {exc.start}"
+            ) from None
+    return value

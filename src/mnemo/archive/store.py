@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import _db
-from ..errors import InvalidArgument, MnemoError
+from ..errors import InvalidArgument, MnemoError, excerpt
 from . import schema
 from .records import (
     Hit,
@@ -49,7 +49,7 @@ class SessionNotFound(MnemoError, KeyError):
 
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
-        super().__init__(f"no session with id {session_id!r}")
+        super().__init__(f"no session with id {excerpt(session_id)}")
 
     def __str__(self) -> str:
         return str(self.args[0])
@@ -156,11 +156,11 @@ class SessionArchive:
             if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone():
                 if exist_ok:
                     return session_id
-                raise InvalidArgument("session_id", f"a session with id {session_id!r} already exists")
+                raise InvalidArgument("session_id", f"a session with id {excerpt(session_id)} already exists")
             if parent_session_id is not None and not conn.execute(
                 "SELECT 1 FROM sessions WHERE id = ?", (parent_session_id,)
             ).fetchone():
-                raise InvalidArgument("parent_session_id", f"no session with id {parent_session_id!r}")
+                raise InvalidArgument("parent_session_id", f"no session with id {excerpt(parent_session_id)}")
             conn.execute(
                 "INSERT INTO sessions (id, source, title, model, started_at, parent_session_id, metadata)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?)",

@@ -30,8 +30,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import InvalidArgument
-from ..tools._json import failure, parse_arguments
+from ..errors import InvalidArgument, excerpt
+from ..tools._json import failure, parse_arguments, refusal
 from ._threads import Gather, Lane, join_all
 from .protocol import (
     MemoryProvider,
@@ -316,11 +316,11 @@ class ProviderRegistry:
         """Run provider tool ``name``; ``arguments`` is a dict or a JSON object string. Always a JSON string."""
         entry = self._tools.get(name)
         if entry is None or self._session.closed:
-            return failure(f"unknown tool {name!r}")
+            return failure(f"unknown tool {excerpt(name)}")
         try:
             parsed = parse_arguments(arguments)
         except InvalidArgument as exc:
-            return failure(str(exc))
+            return refusal(exc)
         try:
             result = entry.provider.handle_tool_call(name, parsed)
         except Exception as exc:

@@ -11,11 +11,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .._time import iso
-from ..errors import InvalidArgument, MnemoError
+from ..errors import InvalidArgument, MnemoError, excerpt
 from ..graph.errors import BlockedContent
 from ..graph.store import MemoryGraph
 from ..graph.types import MemoryType, Relation
-from ._json import failure, parse_arguments, success
+from ._json import failure, parameters_of, parse_arguments, success
 
 MAX_RECALL_LIMIT = 50
 DEFAULT_RECALL_LIMIT = 8
@@ -116,12 +116,8 @@ GRAPH_TOOL_SCHEMAS: tuple[dict[str, Any], ...] = (
 GRAPH_TOOL_NAMES: frozenset[str] = frozenset(s["function"]["name"] for s in GRAPH_TOOL_SCHEMAS)
 
 
-def _check_keys(args: Mapping[str, Any], schema: Mapping[str, Any]) -> None:
-    parameters = schema["function"]["parameters"]
-    unknown = sorted(set(args) - set(parameters["properties"]))
-    if unknown:
-        raise InvalidArgument(unknown[0], f"unknown argument (allowed: {', '.join(parameters['properties'])})")
-    for name in parameters["required"]:
+def _check_required(args: Mapping[str, Any], schema: Mapping[str, Any]) -> None:
+    for name in parameters_of(schema)["required"]:
         if args.get(name) is None:
             raise InvalidArgument(name, "is required")
 
@@ -134,7 +130,7 @@ def _optional_string(args: Mapping[str, Any], name: str) -> str | None:
 
 
 def _recall(graph: MemoryGraph, args: dict[str, Any]) -> str:
-    _check_keys(args, RECALL_TOOL_SCHEMA)
+    _check_required(args, RECALL_TOOL_SCHEMA)
     types = args.get("types")
     if isinstance(types, str):
         types = [types]
@@ -176,7 +172,7 @@ def _recall(graph: MemoryGraph, args: dict[str, Any]) -> str:
 
 
 def _remember(graph: MemoryGraph, args: dict[str, Any]) -> str:
-    _check_keys(args, REMEMBER_TOOL_SCHEMA)
+    _check_required(args, REMEMBER_TOOL_SCHEMA)
     relations = args.get("relations") or []
     if not isinstance(relations, list):
         raise InvalidArgument("relations", f"must be a list, got {type(relations).__name__}")
@@ -184,9 +180,6 @@ def _remember(graph: MemoryGraph, args: dict[str, Any]) -> str:
     for index, item in enumerate(relations):
         if not isinstance(item, Mapping):
             raise InvalidArgument(f"relations[{index}]", "must be an object with target and relation")
-        unknown = sorted(set(item) - {"target", "relation", "weight"})
-        if unknown:
-            raise InvalidArgument(f"relations[{index}].{unknown[0]}", "unknown field")
         for name in ("target", "relation"):
             if item.get(name) is None:
                 raise InvalidArgument(f"relations[{index}].{name}", "is required")
@@ -203,17 +196,18 @@ def _remember(graph: MemoryGraph, args: dict[str, Any]) -> str:
 
 
 def _relate(graph: MemoryGraph, args: dict[str, Any]) -> str:
-    _check_keys(args, RELATE_TOOL_SCHEMA)
+    _check_required(args, RELATE_TOOL_SCHEMA)
     edge = graph.relate(args["source"], args["target"], args["relation"], args.get("weight", 1.0))
     return success(association=edge.as_dict(), message=f"Linked {edge.source_id} {edge.relation.value} {edge.target_id}.")
 
 
 def _forget(graph: MemoryGraph, args: dict[str, Any]) -> str:
-    _check_keys(args, FORGET_TOOL_SCHEMA)
+    _check_required(args, FORGET_TOOL_SCHEMA)
     memory = graph.forget(args["id"])
     return success(id=memory.id, message="Memory forgotten: kept in history, no longer recalled.")
 
 
+_SCHEMAS = {schema["function"]["name"]: schema for schema in GRAPH_TOOL_SCHEMAS}
 _HANDLERS: dict[str, Callable[[MemoryGraph, dict[str, Any]], str]] = {
     "recall": _recall,
     "remember": _remember,
@@ -229,9 +223,9 @@ def handle_graph_call(graph: MemoryGraph, name: str, arguments: Any) -> str:
     """Run the graph tool ``name`` against ``graph``; return the JSON result for the model."""
     handler = _HANDLERS.get(name)
     if handler is None:
-        return failure(f"unknown graph tool {name!r} (tools: {', '.join(_HANDLERS)})")
+        return failure(f"unknown graph tool {excerpt(name)} (tools: {', '.join(_HANDLERS)})")
     try:
-        return handler(graph, parse_arguments(arguments))
+        return handler(graph, parse_arguments(arguments, _SCHEMAS[name]))
     except InvalidArgument as exc:
         field = _FIELD_NAMES.get(exc.field, exc.field)
         return failure(f"invalid argument {field}: {exc.problem}", field=field)
