@@ -29,7 +29,8 @@ from .curated import (
     Remove,
     Replace,
 )
-from .errors import ConfigError, InvalidArgument, MnemoError
+from .degraded import Degradation
+from .errors import ConfigError, InvalidArgument, MnemoError, StorageUnavailable
 from .llm import (
     LLM,
     ChatResponse,
@@ -88,6 +89,7 @@ __all__ = [
     "BlockedContent",
     "ChatResponse",
     "ConfigError",
+    "Degradation",
     "ContextScrubber",
     "Conversation",
     "DelimiterInContent",
@@ -115,6 +117,7 @@ __all__ = [
     "ScriptedLLM",
     "ScriptedToolCall",
     "SessionStateError",
+    "StorageUnavailable",
     "Settings",
     "ToolCall",
     "ToolEvent",

@@ -25,10 +25,11 @@ from dataclasses import asdict
 from typing import Any
 
 from .config import Settings, load_settings
-from .curated import MemoryStore
+from .curated import TARGETS, MemoryStore
+from .degraded import Degradation, unavailable_result
 from .embeddings import named_embedder
-from .errors import InvalidArgument, MnemoError, excerpt
-from .providers import ArchiveProvider, GraphProvider, MemoryProvider, ProviderRegistry
+from .errors import InvalidArgument, MnemoError, StorageUnavailable, excerpt
+from .providers import ArchiveProvider, GraphProvider, MemoryProvider, ProviderCapabilities, ProviderRegistry
 from .safety import build_memory_context_block, inject_memory_context, scan
 from .tools._json import failure, refusal, success
 from .tools.memory import (
@@ -73,16 +74,23 @@ class AgentMemory:
             compress_timeout=self.settings.compress_timeout,
             shutdown_timeout=self.settings.shutdown_timeout,
         )
-        for provider in (*self._builtin_providers(), *providers):
+        self._builtin = self._builtin_providers()
+        for provider in (*self._builtin, *providers):
             self.registry.register(provider)
         self._lock = threading.RLock()
         self._session_key: str | None = None
         self._system_prompt: str | None = None
         self._closed = False
+        self._degraded: tuple[Degradation, ...] = ()
+        self._unavailable: dict[str, tuple[Degradation, Mapping[str, Any]]] = {}
 
     @classmethod
     def open(cls, session_key: str, home: str | os.PathLike[str] | None = None, **kwargs: Any) -> AgentMemory:
-        """Construct and :meth:`start_session` in one call."""
+        """Construct and :meth:`start_session` in one call.
+
+        Raises :class:`~mnemo.errors.StorageUnavailable` if mnemo's database cannot be opened, unless
+        the ``allow_degraded`` setting is on (see :mod:`mnemo.degraded` and :attr:`degraded`).
+        """
         memory = cls(home, **kwargs)
         try:
             memory.start_session(session_key)
@@ -129,6 +137,33 @@ class AgentMemory:
                 block for block in (self.store.render_snapshot("memory"), self.store.render_snapshot("user")) if block
             )
             self.registry.initialize_all(session_key, self.settings.providers)
+            self._take_stock()
+
+    def _take_stock(self) -> None:
+        """Refuse to run without mnemo's own storage, unless allowed; else note what is missing."""
+        failures = self.registry.failures
+        builtin = {provider.name: provider for provider in self._builtin}
+        storage = [Degradation(name, reason) for name, reason in failures.items() if name in builtin]
+        if storage and not self.settings.allow_degraded:
+            raise StorageUnavailable(storage)
+        curated = [
+            Degradation(f"curated:{target}", str(problem))
+            for target in TARGETS
+            if (problem := self.store.read_failure(target)) is not None
+        ]
+        others = [Degradation(name, reason) for name, reason in failures.items() if name not in builtin]
+        self._degraded = (*storage, *curated, *others)
+        for degradation in storage:
+            declared = ProviderCapabilities.from_declared(builtin[degradation.component].capabilities())
+            for schema in declared.tool_schemas:
+                self._unavailable[schema["function"]["name"]] = (degradation, schema)
+        for degradation in self._degraded:
+            log.error("memory degraded: %s", degradation)
+
+    @property
+    def degraded(self) -> tuple[Degradation, ...]:
+        """What is not working this session and why (empty when all is well); see :mod:`mnemo.degraded`."""
+        return self._degraded
 
     def _frozen_entries(self) -> tuple[str, ...]:
         """Entries already in the frozen prompt, so providers need not repeat them per turn."""
@@ -146,7 +181,8 @@ class AgentMemory:
 
     def tools(self) -> list[dict[str, Any]]:
         """``memory`` plus every active provider's tools, in OpenAI function format."""
-        return [json.loads(json.dumps(MEMORY_TOOL_SCHEMA)), *self.registry.tool_schemas()]
+        unavailable = [schema for _, schema in self._unavailable.values()]
+        return [json.loads(json.dumps(schema)) for schema in (MEMORY_TOOL_SCHEMA, *unavailable)] + self.registry.tool_schemas()
 
     # -- turns --------------------------------------------------------------------------------
 
@@ -186,6 +222,8 @@ class AgentMemory:
             return failure(f"tool {excerpt(name)} failed: {type(exc).__name__} (see the log)")
 
     def _handle_tool_call(self, name: str, arguments: Any) -> str:
+        if name in self._unavailable:
+            return unavailable_result(name, self._unavailable[name][0])
         if name != _TOOL_NAME:
             return self.registry.handle_tool_call(name, arguments)
         try:

@@ -7,7 +7,11 @@ into a one-line reason and a non-zero exit code.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .degraded import Degradation
 
 
 class MnemoError(Exception):
@@ -25,6 +29,20 @@ class InvalidArgument(MnemoError, ValueError):
         self.field = field
         self.problem = problem
         super().__init__(f"{field}: {problem}")
+
+
+
+class StorageUnavailable(MnemoError):
+    """mnemo's own storage could not be opened; ``problems`` lists each component and why.
+
+    Raised by :meth:`AgentMemory.open <mnemo.agent.AgentMemory.open>` unless the ``allow_degraded``
+    setting lets the session start without them (see :mod:`mnemo.degraded`).
+    """
+
+    def __init__(self, problems: Iterable[Degradation]) -> None:
+        self.problems = tuple(problems)
+        listed = "; ".join(str(problem) for problem in self.problems)
+        super().__init__(f"memory storage unavailable: {listed} (run `mnemo doctor`; or set allow_degraded to start without it)")
 
 
 EXCERPT_CHARS = 40
