@@ -3,15 +3,11 @@ model expects answer with the reason (issue 16, point 8)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import shutil
-import subprocess
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from support.damage import DAMAGE, fill, fingerprint, remount_read_only, small_file_system  # noqa: F401 - fixture
 
 from mnemo import AgentMemory, Degradation, StorageUnavailable
 
@@ -25,31 +21,6 @@ def _home_with_memories(home: Path) -> Path:
         memory.handle_tool_call("remember", {"content": "The user likes green tea."})
         memory.turn_complete("hello", "hi there")
     return home
-
-
-def _truncate(database: Path) -> None:
-    with database.open("r+b") as handle:
-        handle.truncate(database.stat().st_size // 2)
-
-
-def _randomise(database: Path) -> None:
-    database.write_bytes(os.urandom(database.stat().st_size))
-
-
-def _replace_with_directory(database: Path) -> None:
-    database.unlink()
-    database.mkdir()
-
-
-DAMAGE: dict[str, Callable[[Path], None]] = {
-    "truncated": _truncate,
-    "random bytes": _randomise,
-    "a directory": _replace_with_directory,
-}
-
-
-def _fingerprint(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else f"directory {sorted(os.listdir(path))}"
 
 
 @pytest.fixture(params=sorted(DAMAGE))
@@ -68,14 +39,14 @@ def test_open_refuses_a_damaged_database_naming_each_component(damaged_home: Pat
 
 def test_a_damaged_database_is_never_written_over(damaged_home: Path) -> None:
     database = damaged_home / "state.db"
-    before = _fingerprint(database)
+    before = fingerprint(database)
     with pytest.raises(StorageUnavailable):
         AgentMemory.open("second", home=damaged_home, **OPTIONS)
     with AgentMemory.open("third", home=damaged_home, allow_degraded=True, **OPTIONS) as memory:
         memory.handle_tool_call("remember", {"content": "Something new."})
         memory.handle_tool_call("memory", {"target": "memory", "action": "add", "content": "A curated fact."})
         memory.turn_complete("question", "answer")
-    assert _fingerprint(database) == before
+    assert fingerprint(database) == before
 
 
 def test_a_degraded_start_lists_what_is_missing_and_why(damaged_home: Path) -> None:
@@ -131,28 +102,10 @@ def test_a_dropped_third_party_provider_is_listed(tmp_path: Path) -> None:
 # --- real read-only and full file systems (need the right to mount; skipped otherwise) -----------
 
 
-def _mount(target: Path, options: str) -> bool:
-    if shutil.which("mount") is None:
-        return False
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(target)], capture_output=True)
-    return done.returncode == 0
-
-
-@pytest.fixture
-def small_file_system(tmp_path: Path) -> Iterator[Path]:
-    """A 4 MB tmpfs of its own, unmounted afterwards."""
-    mount_point = tmp_path / "mnt"
-    mount_point.mkdir()
-    if not _mount(mount_point, "size=4m"):
-        pytest.skip("cannot mount a tmpfs here (needs root with CAP_SYS_ADMIN)")
-    yield mount_point
-    subprocess.run(["umount", str(mount_point)], check=True)
-
-
 def test_a_read_only_file_system_is_reported_at_open(small_file_system: Path) -> None:
     home = _home_with_memories(small_file_system / "home")
-    before = _fingerprint(home / "state.db")
-    subprocess.run(["mount", "-o", "remount,ro", str(small_file_system)], check=True)
+    before = fingerprint(home / "state.db")
+    remount_read_only(small_file_system)
     with pytest.raises(StorageUnavailable) as refused:
         AgentMemory.open("second", home=home, **OPTIONS)
     assert {problem.component for problem in refused.value.problems} == {"archive", "graph"}
@@ -160,30 +113,20 @@ def test_a_read_only_file_system_is_reported_at_open(small_file_system: Path) ->
         answer = json.loads(memory.handle_tool_call("memory", {"target": "memory", "action": "add", "content": "x"}))
     assert answer["success"] is False
     assert "read-only" in answer["error"].lower()
-    assert _fingerprint(home / "state.db") == before
-
-
-def _fill(directory: Path) -> None:
-    with (directory / "filler").open("wb") as handle:
-        try:
-            while True:
-                handle.write(b"\0" * 65536)
-                handle.flush()
-        except OSError:
-            pass
+    assert fingerprint(home / "state.db") == before
 
 
 def test_a_full_disk_is_reported_at_open(small_file_system: Path) -> None:
     home = _home_with_memories(small_file_system / "home")
-    before = _fingerprint(home / "state.db")
-    _fill(small_file_system)
+    before = fingerprint(home / "state.db")
+    fill(small_file_system)
     with pytest.raises(StorageUnavailable):
         AgentMemory.open("second", home=home, **OPTIONS)
-    assert _fingerprint(home / "state.db") == before
+    assert fingerprint(home / "state.db") == before
 
 
 def test_a_new_home_on_a_full_disk_is_reported_at_open(small_file_system: Path) -> None:
-    _fill(small_file_system)
+    fill(small_file_system)
     with pytest.raises(StorageUnavailable) as refused:
         AgentMemory.open("first", home=small_file_system / "home", **OPTIONS)
     assert "full" in str(refused.value)

@@ -30,6 +30,7 @@ from .curated import (
     Replace,
 )
 from .degraded import Degradation
+from .doctor import diagnose
 from .errors import ConfigError, InvalidArgument, MnemoError, StorageUnavailable
 from .llm import (
     LLM,
@@ -123,6 +124,7 @@ __all__ = [
     "ToolEvent",
     "Turn",
     "build_memory_context_block",
+    "diagnose",
     "handle_memory_call",
     "inject_memory_context",
     "load_settings",

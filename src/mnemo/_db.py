@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 from .errors import MnemoError
 
@@ -39,7 +40,15 @@ SQLITE_HEADER = b"SQLite format 3\x00"
 _HEADER_BYTES = 100
 
 
-def file_problem(path: str | Path) -> str | None:
+class FileProblem(NamedTuple):
+    """Why a database file cannot be opened: ``kind`` is one of ``not-a-file``, ``unreadable``,
+    ``not-sqlite``, ``truncated``; ``text`` says it in words ("is truncated (...)")."""
+
+    kind: str
+    text: str
+
+
+def file_problem(path: str | Path) -> FileProblem | None:
     """Why the file at ``path`` cannot be opened as a database without risk, or None if it can.
 
     Read from the file's header only (no SQLite connection, nothing written): not a regular file, not
@@ -51,18 +60,18 @@ def file_problem(path: str | Path) -> str | None:
         if not path.exists():
             return None
         if not path.is_file():
-            return "is not a regular file"
+            return FileProblem("not-a-file", "is not a regular file")
         with path.open("rb") as handle:
             header = handle.read(_HEADER_BYTES)
             size = os.fstat(handle.fileno()).st_size
     except OSError as exc:
-        return f"cannot be read ({exc.strerror or exc})"
+        return FileProblem("unreadable", f"cannot be read ({exc.strerror or exc})")
     if not header:
         return None
     if not header.startswith(SQLITE_HEADER):
-        return "is not an SQLite database"
+        return FileProblem("not-sqlite", "is not an SQLite database")
     if len(header) < _HEADER_BYTES:
-        return f"is truncated ({size} bytes, shorter than the database header)"
+        return FileProblem("truncated", f"is truncated ({size} bytes, shorter than the database header)")
     page_size = int.from_bytes(header[16:18], "big")
     page_size = 65536 if page_size == 1 else page_size
     pages = int.from_bytes(header[28:32], "big")
@@ -71,7 +80,7 @@ def file_problem(path: str | Path) -> str | None:
     counted = pages and header[24:28] == header[92:96]
     pending = any(Path(f"{path}{suffix}").exists() and Path(f"{path}{suffix}").stat().st_size for suffix in ("-wal", "-journal"))
     if counted and not pending and size < pages * page_size:
-        return f"is truncated ({size:,} bytes; its header records {pages * page_size:,})"
+        return FileProblem("truncated", f"is truncated ({size:,} bytes; its header records {pages * page_size:,})")
     return None
 
 
@@ -87,7 +96,7 @@ def connect(path: str | Path, *, readonly: bool = False) -> sqlite3.Connection:
     path = Path(path)
     problem = file_problem(path)
     if problem is not None:
-        raise DatabaseDamaged(f"{path} {problem}; mnemo left it untouched")
+        raise DatabaseDamaged(f"{path} {problem.text}; mnemo left it untouched")
     conn: sqlite3.Connection | None = None
     try:
         if readonly:
