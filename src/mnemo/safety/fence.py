@@ -104,18 +104,18 @@ _BEGINNING = (
 _SANITIZE = re.compile(
     f"(?=[<\\[])(?:(?P<cut>(?>(?:{_BEGINNING})*+(?:{_TAG}|{_NOTE}))++)|(?:{_BEGINNING})++)"
 )
+# Without a whole tag or note there is nothing to cut: found by a much cheaper scan.
+_ANCHOR = re.compile(f"(?=[<\\[])(?:{_TAG}|{_NOTE})")
 
-# Streaming scrubbing: a complete tag, a tag that the end of the text left open after its name
-# (``named``) or before it (``partial``), or openers that start none of these (ordinary text, skipped
-# up to the next opener that does).
-_STREAM_TAG = f"{_tag_name(True)}{_ATTRIBUTES}>"
-_STREAM_NAMED = f"{_tag_name(True)}{_ATTRIBUTES}\\Z"
-_STREAM_PARTIAL = f"{_opener(True)}{_prefix_of(_name_tokens(True))}\\Z"
-SCRUB_PATTERN = re.compile(
-    f"(?=<)(?:(?P<tag>{_STREAM_TAG})|(?P<named>{_STREAM_NAMED})|(?P<partial>{_STREAM_PARTIAL})"
-    f"|(?:(?!{_STREAM_TAG}|{_STREAM_NAMED}|{_STREAM_PARTIAL})<[^<]*+)++)"
+# Streaming scrubbing: complete tags, and at the very end of the text a tag left open after its name
+# (``named``) or before it (``partial``). Neither holds a ``<`` after its first character, so an open
+# tag can only start at the last ``<``.
+STREAM_TAG = re.compile(f"{_tag_name(True)}{_ATTRIBUTES}>")
+"""A complete fence tag, in the grammar the scrubber applies to the folded view."""
+STREAM_OPEN_END = re.compile(
+    f"(?P<named>{_tag_name(True)}{_ATTRIBUTES})|(?P<partial>{_opener(True)}{_prefix_of(_name_tokens(True))})"
 )
-"""The fence-tag grammar the scrubber applies to the folded view (shared so both agree on a tag)."""
+"""What may still become a tag if the text goes on (use with ``fullmatch`` from the last ``<``)."""
 
 CLOSING_TAG = re.compile(f"<[ {IGNORED}]*+/")
 """Matches (at a tag's start) when the tag closes a block."""
@@ -135,9 +135,12 @@ def sanitize_context(text: str) -> str:
     """
     if "<" not in text and "[" not in text and "&" not in text and text.isascii():
         return text
+    folded = fold(text)
+    if _ANCHOR.search(folded) is None:
+        return text
     pieces: list[str] = []
     kept = 0
-    for match in _SANITIZE.finditer(fold(text)):
+    for match in _SANITIZE.finditer(folded):
         start, end = match.span("cut")
         if start < 0:
             continue

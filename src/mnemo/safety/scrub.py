@@ -8,7 +8,7 @@ turn out to be the start of a fence tag, so everything else reaches the user at 
 
 from __future__ import annotations
 
-from .fence import CLOSING_TAG, SCRUB_PATTERN
+from .fence import CLOSING_TAG, STREAM_OPEN_END, STREAM_TAG
 from .fold import end_of_slot, fold, unfinished_reference
 
 __all__ = ["ContextScrubber", "scrub_memory_context"]
@@ -33,23 +33,20 @@ def _scrub(text: str, inside: bool, final: bool) -> tuple[str, str, bool]:
     folded = fold(text[:decided])
     output: list[str] = []
     kept_from = 0
-    held = decided
-    for match in SCRUB_PATTERN.finditer(folded):
-        kind = match.lastgroup
-        if kind is None or (kind == "partial" and final):
-            continue  # not a tag after all: ordinary text
+    for match in STREAM_TAG.finditer(folded):
         if not inside:
             output.append(text[kept_from : match.start()])
-        if kind == "tag":
-            inside = CLOSING_TAG.match(folded, match.start()) is None
-            kept_from = end_of_slot(text, match.end() - 1)
-        else:
-            # The text ends inside what may still become a tag. At the end of the stream a named but
-            # unfinished tag (``<memory-context cla``) is part of the fence, so it goes.
-            kept_from = decided
-            if not final:
-                held = match.start()
-            break
+        inside = CLOSING_TAG.match(folded, match.start()) is None
+        kept_from = end_of_slot(text, match.end() - 1)
+    held = decided
+    last_opener = folded.rfind("<", kept_from)
+    open_end = None if last_opener < 0 else STREAM_OPEN_END.fullmatch(folded, last_opener)
+    # The text ends inside what may still become a tag: held back for the next chunk, or, at the end of
+    # the stream, dropped if it is a named but unfinished tag (``<memory-context cla``) and kept if not.
+    if open_end is not None and not (final and open_end.lastgroup == "partial"):
+        if not inside:
+            output.append(text[kept_from:last_opener])
+        kept_from = held = decided if final else last_opener
     if not inside:
         output.append(text[kept_from:held])
     return "".join(output), "" if final else text[held:], inside
