@@ -11,7 +11,6 @@ import time
 from collections.abc import Callable
 
 from _tables import print_table
-
 from mnemo.safety import ContextScrubber, sanitize_context, scrub_memory_context
 
 SIZES = {"64 KB": 64 * 1024, "1 MB": 1024 * 1024}

@@ -4,12 +4,20 @@ model expects answer with the reason (issue 16, point 8)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.damage import DAMAGE, fill, fingerprint, remount_read_only, small_file_system  # noqa: F401 - fixture
 
 from mnemo import AgentMemory, Degradation, StorageUnavailable
+from support import damage
+from support.damage import DAMAGE, fill, fingerprint, remount_read_only
+
+
+@pytest.fixture
+def small_file_system(tmp_path: Path) -> Iterator[Path]:
+    yield from damage.small_file_system(tmp_path)
+
 
 STORAGE_TOOLS = {"session_search", "recall", "remember", "relate", "forget"}
 OPTIONS = {"graph_embedder": "none", "archive_embedder": "none"}

@@ -12,11 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from mnemo import AgentMemory, ENTRY_DELIMITER
-from mnemo import doctor
+from mnemo import ENTRY_DELIMITER, AgentMemory, doctor
 from mnemo.doctor import Finding, Severity, diagnose
+from support import damage
+from support.damage import DAMAGE, remount_read_only
 
-from support.damage import DAMAGE, remount_read_only, small_file_system  # noqa: F401 - fixture
+
+@pytest.fixture
+def small_file_system(tmp_path: Path) -> Iterator[Path]:
+    yield from damage.small_file_system(tmp_path)
+
 
 QUIET = {"graph_embedder": "none", "archive_embedder": "none"}
 

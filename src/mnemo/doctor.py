@@ -23,7 +23,7 @@ import shutil
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -52,7 +52,7 @@ SCHEMA_VERSIONS = {
 }
 
 
-class Severity(str, Enum):
+class Severity(StrEnum):
     """How bad a finding is. Any ``error`` makes ``mnemo doctor`` exit non-zero."""
 
     ERROR = "error"
@@ -283,7 +283,7 @@ def _curated(checkup: Checkup) -> Iterator[Finding]:
         except UnreadableFile as exc:
             yield checkup.error(
                 f"{path.name} cannot be read ({exc.reason}); mnemo refuses to write to it",
-                f"convert it to UTF-8 (e.g. iconv -f latin1 -t utf-8) or move it aside",
+                "convert it to UTF-8 (e.g. iconv -f latin1 -t utf-8) or move it aside",
                 path,
             )
             continue
@@ -405,37 +405,34 @@ def _count(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> int:
         return 0
 
 
+# What each embedder setting leaves waiting for a vector, and when that wait ends by itself.
+_EMBEDDED = (
+    (
+        "graph_embedder",
+        "SELECT COUNT(*) FROM graph_memories m WHERE NOT EXISTS (SELECT 1 FROM graph_vectors v"
+        " WHERE v.memory_id = m.id AND v.model = ? AND v.dim = ?)",
+        "graph memories have no {model} vector yet (full-text recall still finds them)",
+        "nothing to do: each recall embeds a batch; or set graph_embedder = \"none\" to stop using vectors",
+    ),
+    (
+        "archive_embedder",
+        "SELECT COUNT(*) FROM messages m WHERE m.content != '' AND NOT EXISTS (SELECT 1 FROM message_vectors v"
+        " WHERE v.message_id = m.id AND v.model = ? AND v.dim = ?)",
+        "archived messages have no {model} vector yet (full-text search still finds them)",
+        "nothing to do: each finished turn and search embeds a batch",
+    ),
+)
+
+
 @check("embeddings.pending")
 def _pending_embeddings(checkup: Checkup) -> Iterator[Finding]:
     conn = checkup.database()
     if conn is None:
         return
-    settings = checkup.settings
-    graph = named_embedder(settings.graph_embedder)
-    if graph is not None:
-        pending = _count(
-            conn,
-            "SELECT COUNT(*) FROM graph_memories m WHERE NOT EXISTS (SELECT 1 FROM graph_vectors v"
-            " WHERE v.memory_id = m.id AND v.model = ? AND v.dim = ?)",
-            (graph.name, graph.dim),
-        )
+    for setting, sql, problem, fix in _EMBEDDED:
+        embedder = named_embedder(getattr(checkup.settings, setting))
+        if embedder is None:
+            continue
+        pending = _count(conn, sql, (embedder.name, embedder.dim))
         if pending:
-            yield checkup.warning(
-                f"{pending:,} graph memories have no {graph.name} vector yet (full-text recall still finds them)",
-                "nothing to do: each recall embeds a batch; or set graph_embedder = \"none\" to stop using vectors",
-                checkup.database_path,
-            )
-    archive = named_embedder(settings.archive_embedder)
-    if archive is not None:
-        pending = _count(
-            conn,
-            "SELECT COUNT(*) FROM messages m WHERE m.content != '' AND NOT EXISTS (SELECT 1 FROM message_vectors v"
-            " WHERE v.message_id = m.id AND v.model = ? AND v.dim = ?)",
-            (archive.name, archive.dim),
-        )
-        if pending:
-            yield checkup.warning(
-                f"{pending:,} archived messages have no {archive.name} vector yet (full-text search still finds them)",
-                "nothing to do: each finished turn and search embeds a batch",
-                checkup.database_path,
-            )
+            yield checkup.warning(f"{pending:,} " + problem.format(model=embedder.name), fix, checkup.database_path)

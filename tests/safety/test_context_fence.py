@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-import time
+import timeit
 
 import pytest
 from hypothesis import given
@@ -181,12 +181,7 @@ def test_an_unfinished_tag_at_the_end_of_provider_text_never_reaches_the_block(e
 
 
 def _best_of(runs: int, call, text: str) -> float:
-    best = float("inf")
-    for _ in range(runs):
-        started = time.perf_counter()
-        call(text)
-        best = min(best, time.perf_counter() - started)
-    return best
+    return min(timeit.repeat(lambda: call(text), number=1, repeat=runs))
 
 
 def _fragments(size: int) -> str:

@@ -58,9 +58,9 @@ def remount_read_only(mount_point: Path) -> None:
     subprocess.run(["mount", "-o", "remount,ro", str(mount_point)], check=True)
 
 
-@pytest.fixture
 def small_file_system(tmp_path: Path) -> Iterator[Path]:
-    """A 4 MB tmpfs of its own, unmounted afterwards; skipped where mounting is not allowed."""
+    """A 4 MB tmpfs of its own under ``tmp_path``, unmounted afterwards; the test is skipped where
+    mounting is not allowed. Use it as the body of a fixture (``yield from``)."""
     mount_point = tmp_path / "mnt"
     mount_point.mkdir()
     mounted = shutil.which("mount") is not None and subprocess.run(

@@ -81,10 +81,6 @@ def _text(args: dict[str, Any], name: str, *, choices: tuple[str, ...] | None = 
         return None
     if choices is not None and value not in choices:
         raise InvalidArgument(name, f"must be one of {', '.join(choices)}, got {excerpt(value)}")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidArgument(name, "contains invalid Unicode") from None
     return value
 
 
