@@ -130,7 +130,7 @@ def sanitize_context(text: str) -> str:
     Drops fence tags in any spelling a reader takes for one (look-alike letters, invisible characters,
     character references, odd spacing; see :mod:`~mnemo.safety.fold`), an unfinished tag at the end
     (``</memory-context``), any copy of :data:`MEMORY_CONTEXT_NOTE`, and the beginnings of either that
-    removing them would join to what follows (``<memory-<memory-context>context>`` goes entirely).
+    removing them would join to what follows (``<memory-<memory-context>context>`` leaves ``context>``).
     Only those spans are cut; the rest of the text is kept as it was. Linear in the length of ``text``.
     """
     if "<" not in text and "[" not in text and "&" not in text and text.isascii():
