@@ -62,6 +62,13 @@ def test_a_deeply_nested_dict_is_refused_naming_where(agent: AgentMemory) -> Non
     assert result["field"].startswith("content.a.a")
 
 
+@pytest.mark.parametrize("name", TOOL_NAMES)
+def test_a_number_too_long_to_read_is_refused(agent: AgentMemory, name: str) -> None:
+    result = call(agent, name, '{"limit": ' + "9" * 5000 + "}")
+    assert result["success"] is False
+    assert result["field"] == "arguments"
+
+
 def test_nesting_up_to_the_limit_still_parses() -> None:
     text = '{"a":' + "[" * (MAX_ARGUMENT_DEPTH - 1) + "]" * (MAX_ARGUMENT_DEPTH - 1) + "}"
     assert parse_arguments(text) == {"a": json.loads(text)["a"]}

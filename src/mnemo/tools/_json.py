@@ -119,6 +119,8 @@ def parse_arguments(arguments: Any, tool_schema: Mapping[str, Any] | None = None
             arguments = json.loads(arguments) if arguments.strip() else {}
         except json.JSONDecodeError as exc:
             raise InvalidArgument("arguments", f"not valid JSON ({exc.msg} at position {exc.pos})") from exc
+        except ValueError as exc:  # an integer too long to convert (Python's digit limit)
+            raise InvalidArgument("arguments", f"holds a number Python refuses to read ({excerpt(str(exc))})") from exc
     if arguments is None:
         return {}
     if not isinstance(arguments, Mapping):
