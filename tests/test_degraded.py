@@ -11,7 +11,7 @@ import pytest
 
 from mnemo import AgentMemory, Degradation, StorageUnavailable
 from support import damage
-from support.damage import DAMAGE, fill, fingerprint, remount_read_only
+from support.damage import DAMAGE, database_of, fill, fingerprint, remount_read_only
 
 
 @pytest.fixture
@@ -34,7 +34,7 @@ def _home_with_memories(home: Path) -> Path:
 @pytest.fixture(params=sorted(DAMAGE))
 def damaged_home(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
     home = _home_with_memories(tmp_path / "home")
-    DAMAGE[request.param](AgentMemory(home, **OPTIONS).settings.state_db)
+    DAMAGE[request.param](database_of(home))
     return home
 
 
@@ -46,7 +46,7 @@ def test_open_refuses_a_damaged_database_naming_each_component(damaged_home: Pat
 
 
 def test_a_damaged_database_is_never_written_over(damaged_home: Path) -> None:
-    database = damaged_home / "state.db"
+    database = database_of(damaged_home)
     before = fingerprint(database)
     with pytest.raises(StorageUnavailable):
         AgentMemory.open("second", home=damaged_home, **OPTIONS)
@@ -61,7 +61,7 @@ def test_a_degraded_start_lists_what_is_missing_and_why(damaged_home: Path) -> N
     with AgentMemory.open("second", home=damaged_home, allow_degraded=True, **OPTIONS) as memory:
         components = {problem.component: problem.reason for problem in memory.degraded}
     assert set(components) == {"archive", "graph"}
-    assert all("state.db" in reason for reason in components.values())
+    assert all(database_of(damaged_home).name in reason for reason in components.values())
 
 
 def test_the_tools_the_model_expects_answer_with_the_reason(damaged_home: Path) -> None:
@@ -71,7 +71,7 @@ def test_the_tools_the_model_expects_answer_with_the_reason(damaged_home: Path) 
             answer = json.loads(memory.handle_tool_call(name, {}))
             assert answer["success"] is False
             assert "unknown tool" not in answer["error"]
-            assert "state.db" in answer["error"]
+            assert database_of(damaged_home).name in answer["error"]
             assert answer["unavailable"] in {"archive", "graph"}
 
 
@@ -112,7 +112,7 @@ def test_a_dropped_third_party_provider_is_listed(tmp_path: Path) -> None:
 
 def test_a_read_only_file_system_is_reported_at_open(small_file_system: Path) -> None:
     home = _home_with_memories(small_file_system / "home")
-    before = fingerprint(home / "state.db")
+    before = fingerprint(database_of(home))
     remount_read_only(small_file_system)
     with pytest.raises(StorageUnavailable) as refused:
         AgentMemory.open("second", home=home, **OPTIONS)
@@ -121,16 +121,16 @@ def test_a_read_only_file_system_is_reported_at_open(small_file_system: Path) ->
         answer = json.loads(memory.handle_tool_call("memory", {"target": "memory", "action": "add", "content": "x"}))
     assert answer["success"] is False
     assert "read-only" in answer["error"].lower()
-    assert fingerprint(home / "state.db") == before
+    assert fingerprint(database_of(home)) == before
 
 
 def test_a_full_disk_is_reported_at_open(small_file_system: Path) -> None:
     home = _home_with_memories(small_file_system / "home")
-    before = fingerprint(home / "state.db")
+    before = fingerprint(database_of(home))
     fill(small_file_system)
     with pytest.raises(StorageUnavailable):
         AgentMemory.open("second", home=home, **OPTIONS)
-    assert fingerprint(home / "state.db") == before
+    assert fingerprint(database_of(home)) == before
 
 
 def test_a_new_home_on_a_full_disk_is_reported_at_open(small_file_system: Path) -> None:

@@ -15,7 +15,7 @@ import pytest
 from mnemo import ENTRY_DELIMITER, AgentMemory, doctor
 from mnemo.doctor import Finding, Severity, diagnose
 from support import damage
-from support.damage import DAMAGE, remount_read_only
+from support.damage import DAMAGE, database_of, remount_read_only
 
 
 @pytest.fixture
@@ -63,15 +63,15 @@ def test_diagnosing_writes_nothing(home: Path) -> None:
 
 @pytest.mark.parametrize("damage", sorted(DAMAGE))
 def test_a_damaged_database_is_an_error_with_a_fix(home: Path, damage: str) -> None:
-    DAMAGE[damage](home / "state.db")
+    DAMAGE[damage](database_of(home))
     [finding] = checks_failing(home)["database.file"]
     assert finding.severity is Severity.ERROR
-    assert "state.db" in finding.fix and "mv" in finding.fix
+    assert database_of(home).name in finding.fix and "mv" in finding.fix
     assert not diagnose(home, **QUIET).ok
 
 
 def test_a_damaged_page_fails_the_integrity_check(home: Path) -> None:
-    database = home / "state.db"
+    database = database_of(home)
     data = bytearray(database.read_bytes())
     page = 4096
     data[2 * page + 8 : 3 * page] = os.urandom(page - 8)  # garbage in the third page, header intact
@@ -84,14 +84,14 @@ def test_a_damaged_page_fails_the_integrity_check(home: Path) -> None:
 def test_a_foreign_database_is_reported_and_left_alone(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
-    with sqlite3.connect(home / "state.db") as conn:
+    with sqlite3.connect(database_of(home)) as conn:
         conn.execute("CREATE TABLE sessions (id TEXT, title TEXT)")
     [finding] = checks_failing(home)["database.schema"]
     assert "another program's database" in finding.problem
 
 
 def test_a_schema_newer_than_this_code_says_upgrade(home: Path) -> None:
-    with sqlite3.connect(home / "state.db") as conn:
+    with sqlite3.connect(database_of(home)) as conn:
         conn.execute("UPDATE schema_versions SET version = 99 WHERE component = 'graph'")
     [finding] = checks_failing(home)["database.schema"]
     assert "newer than this mnemo" in finding.problem
@@ -167,7 +167,7 @@ def test_a_registered_check_runs_after_the_built_in_ones(home: Path, own_checks:
 
     report = diagnose(home, **QUIET)
     assert report.checks[-1] == "scopes.example"
-    assert [(f.check, f.problem) for f in report.findings] == [("scopes.example", "looked at state.db")]
+    assert [(f.check, f.problem) for f in report.findings] == [("scopes.example", f"looked at {database_of(home).name}")]
 
 
 def test_a_check_that_raises_becomes_an_error_and_the_rest_still_run(home: Path, own_checks: None) -> None:
@@ -199,7 +199,7 @@ def test_the_command_passes_a_healthy_home(home: Path) -> None:
 
 def test_the_command_prints_one_line_per_problem_with_its_fix_and_fails(home: Path) -> None:
     (home / "memories" / "USER.md").write_bytes(b"caf\xe9")
-    DAMAGE["random bytes"](home / "state.db")
+    DAMAGE["random bytes"](database_of(home))
     done = run_cli(home)
     assert done.returncode == 1
     output = done.stdout.splitlines()
@@ -208,7 +208,7 @@ def test_the_command_prints_one_line_per_problem_with_its_fix_and_fails(home: Pa
 
 
 def test_the_command_speaks_json(home: Path) -> None:
-    DAMAGE["truncated"](home / "state.db")
+    DAMAGE["truncated"](database_of(home))
     done = run_cli(home, "--json")
     assert done.returncode == 1
     report = json.loads(done.stdout)

@@ -12,6 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from mnemo.config import load_settings
+
+
+def database_of(home: Path) -> Path:
+    """mnemo's database file in ``home``, by the settings' name for it."""
+    return load_settings(home).state_db
+
 
 def truncate(database: Path) -> None:
     """Cut the file to half its size, as a crash during a copy would."""
