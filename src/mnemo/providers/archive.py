@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..archive.store import SessionArchive
-from ..errors import MnemoError
+from ..errors import MnemoError, excerpt
 from ..llm import LLM
 
 # The module, not its names: the tool imports the archive, so either may be imported first.
@@ -133,7 +133,7 @@ class ArchiveProvider:
     def handle_tool_call(self, name: str, arguments: Any) -> str:
         """Answer ``session_search``, leaving out the current session and its lineage."""
         if name != TOOL_NAME:
-            return failure(f"unknown tool {name!r}; this provider serves {TOOL_NAME!r}", argument="name")
+            return failure(f"unknown tool {excerpt(name)}; this provider serves {TOOL_NAME!r}", field="name")
         if self._archive is None or self._archive.closed:
             return failure("the session archive is not open")
         return _tool.handle_session_search(

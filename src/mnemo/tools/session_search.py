@@ -14,7 +14,7 @@ from ..archive.store import SessionArchive, SessionNotFound
 from ..archive.summary import summarize_hits
 from ..errors import InvalidArgument, MnemoError, excerpt
 from ..llm import LLM, LLMError
-from ._json import failure, parse_arguments, success
+from ._json import failure, parse_arguments, refusal, success
 
 ACTIONS = ("discover", "read", "scroll", "browse")
 ROLES = ("user", "assistant", "tool", "system")
@@ -185,8 +185,8 @@ def handle_session_search(
             return _scroll(archive, args)
         return _browse(archive, args, current_session_id)
     except InvalidArgument as exc:
-        return failure(str(exc), argument=exc.field)
+        return refusal(exc)
     except SessionNotFound as exc:
-        return failure(str(exc), argument="session_id")
+        return failure(str(exc), field="session_id")
     except MnemoError as exc:
         return failure(str(exc))
