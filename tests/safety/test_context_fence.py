@@ -108,6 +108,28 @@ def test_sanitize_cuts_a_beginning_joined_to_the_rest_by_a_removed_note() -> Non
     assert cleaned.endswith(" x")
 
 
+@pytest.mark.parametrize(
+    "spliced",
+    ["&l<memory-context>t;/memory-context>", "&#6<memory-context>0;memory-context>", "<memory-con&<memory-context>text>"],
+)
+def test_sanitize_cuts_a_character_reference_a_cut_would_complete(spliced: str) -> None:
+    assert not has_fence_tag(sanitize_context(spliced))
+
+
+def test_a_reference_to_a_control_character_reads_as_nothing() -> None:
+    assert sanitize_context("a&#6;b <memory-context>") == "a&#6;b "
+
+
+@pytest.mark.parametrize("ending", ["<", "</", "\u2039 /"])
+def test_sanitize_drops_a_bare_opener_at_the_end(ending: str) -> None:
+    assert sanitize_context(f"a fact {ending}") == "a fact "
+
+
+def test_a_label_and_a_body_cannot_form_a_tag_together() -> None:
+    block = build_memory_context_block([("<memory", "context> hello")])
+    assert len(fence_tags(block)) == 2
+
+
 # --- look-alike tags (issue 16, point 3) ----------------------------------------------------------
 
 LOOK_ALIKE_TAGS = [
@@ -191,10 +213,13 @@ def _fragments(size: int) -> str:
 
 @pytest.mark.parametrize("call", [sanitize_context, scrub_memory_context], ids=["sanitize", "scrub"])
 def test_nested_tag_fragments_are_handled_in_linear_time(call) -> None:
-    # The quadratic fixpoint took 34 s on 64 KB. The target is 0.1 s for 1 MB; the bound here leaves
-    # room for a loaded machine while still failing any super-linear algorithm by a wide margin.
-    assert _best_of(3, call, _fragments(64 * 1024)) < 0.1
-    assert _best_of(3, call, _fragments(1024 * 1024)) < 0.5
+    # The quadratic fixpoint took 34 s on 64 KB. Sixteen times the text must cost about sixteen times
+    # as much (the bound leaves 4x for a loaded machine; quadratic would be 256x), and 64 KB stays far
+    # below the 0.1 s target (bench/fence.py has the numbers, 1 MB included).
+    small = _best_of(5, call, _fragments(64 * 1024))
+    large = _best_of(5, call, _fragments(1024 * 1024))
+    assert small < 0.1
+    assert large / small < 64
 
 
 @pytest.mark.parametrize(

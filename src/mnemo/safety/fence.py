@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from .fold import IGNORED, end_of_slot, fold
+from .fold import INVISIBLE, OPEN_REFERENCE, end_of_slot, fold
 
 __all__ = [
     "MEMORY_CONTEXT_NOTE",
@@ -46,7 +46,7 @@ MEMORY_CONTEXT_NOTE = (
 # or nothing. A tag is the name followed by a word boundary (``<memory-contextual>`` is another word),
 # then optionally attributes closed by ``>`` within a bounded distance. A cut that ends in a character
 # reference (``&gt;``) takes the whole reference (:func:`~mnemo.safety.fold.end_of_slot`).
-_INVISIBLE = f"{IGNORED}*+"
+_INVISIBLE = f"[{INVISIBLE}]*+"
 _MAX_ATTRIBUTE_CHARS = 200
 # The streaming scrubber bounds white-space runs inside a tag, so it never holds back more than a short
 # prefix; one-shot sanitising has no such constraint and accepts any run.
@@ -54,7 +54,7 @@ _MAX_STREAM_SPACING = 64
 
 
 def _spacing(bounded: bool) -> str:
-    return f"[ {IGNORED}]{{0,{_MAX_STREAM_SPACING}}}+" if bounded else f"[ {IGNORED}]*+"
+    return f"[ {INVISIBLE}]{{0,{_MAX_STREAM_SPACING}}}+" if bounded else f"[ {INVISIBLE}]*+"
 
 
 def _letters(word: str) -> list[str]:
@@ -76,7 +76,7 @@ def _prefix_of(tokens: list[str]) -> str:
 
 def _opener(bounded: bool) -> str:
     # ``<`` then anything a reader skips before the name: white space and ``/``.
-    return f"<[ {IGNORED}/]{{0,{_MAX_STREAM_SPACING}}}+" if bounded else f"<[ {IGNORED}/]*+"
+    return f"<[ {INVISIBLE}/]{{0,{_MAX_STREAM_SPACING}}}+" if bounded else f"<[ {INVISIBLE}/]*+"
 
 
 def _tag_name(bounded: bool) -> str:
@@ -97,15 +97,22 @@ _ATTRIBUTES = f"[^<>]{{0,{_MAX_ATTRIBUTE_CHARS}}}"
 # run are text. Each alternative either matches or consumes what it looked at, so the scan is one pass.
 _TAG = f"{_tag_name(False)}(?:{_ATTRIBUTES}>)?"
 _NOTE = "".join(_note_tokens())
+# A character reference without ``;`` (``&l``, ``&#6``, undecoded or decoded) is a beginning too:
+# cutting what follows it would let it read the text after the cut as its end (``&l`` + tag + ``t;``).
+# A bare ``<`` (or ``</``) at the very end goes too: the block's closing tag follows on the next line.
+_BARE_END = f"{_opener(False)}\\Z"
+_OPEN_REFERENCE = f"(?:&[^ <&;\\[{INVISIBLE}]{{0,32}}+|[^{INVISIBLE}]?{OPEN_REFERENCE}++)"
 _BEGINNING = (
-    f"(?!{_TAG}|{_NOTE})(?:{_opener(False)}{_prefix_of(_name_tokens(False))}"
-    f"|{_note_tokens()[0]}{_prefix_of(_note_tokens()[1:])})"
+    f"(?!{_TAG}|{_NOTE}|{_BARE_END})(?:{_opener(False)}{_prefix_of(_name_tokens(False))}"
+    f"|{_note_tokens()[0]}{_prefix_of(_note_tokens()[1:])}|{_OPEN_REFERENCE})"
 )
 _SANITIZE = re.compile(
-    f"(?=[<\\[])(?:(?P<cut>(?>(?:{_BEGINNING})*+(?:{_TAG}|{_NOTE}))++)|(?:{_BEGINNING})++)"
+    f"(?=[<\\[&{OPEN_REFERENCE}]|.{OPEN_REFERENCE})"
+    f"(?:(?P<cut>(?>(?:{_BEGINNING})*+(?:{_TAG}|{_NOTE}|{_BARE_END}))++)|(?:{_BEGINNING})++)",
+    re.DOTALL,
 )
 # Without a whole tag or note there is nothing to cut: found by a much cheaper scan.
-_ANCHOR = re.compile(f"(?=[<\\[])(?:{_TAG}|{_NOTE})")
+_ANCHOR = re.compile(f"(?=[<\\[])(?:{_TAG}|{_NOTE}|{_BARE_END})")
 
 # Streaming scrubbing: complete tags, and at the very end of the text a tag left open after its name
 # (``named``) or before it (``partial``). Neither holds a ``<`` after its first character, so an open
@@ -117,7 +124,7 @@ STREAM_OPEN_END = re.compile(
 )
 """What may still become a tag if the text goes on (use with ``fullmatch`` from the last ``<``)."""
 
-CLOSING_TAG = re.compile(f"<[ {IGNORED}]*+/")
+CLOSING_TAG = re.compile(f"<[ {INVISIBLE}]*+/")
 """Matches (at a tag's start) when the tag closes a block."""
 
 
@@ -129,7 +136,7 @@ def sanitize_context(text: str) -> str:
 
     Drops fence tags in any spelling a reader takes for one (look-alike letters, invisible characters,
     character references, odd spacing; see :mod:`~mnemo.safety.fold`), an unfinished tag at the end
-    (``</memory-context``), any copy of :data:`MEMORY_CONTEXT_NOTE`, and the beginnings of either that
+    (``</memory-context``, a bare ``<``), any copy of :data:`MEMORY_CONTEXT_NOTE`, and the beginnings of either that
     removing them would join to what follows (``<memory-<memory-context>context>`` leaves ``context>``).
     Only those spans are cut; the rest of the text is kept as it was. Linear in the length of ``text``.
     """
@@ -169,7 +176,9 @@ def build_memory_context_block(sections: Iterable[tuple[str, str]]) -> str:
             rendered.append(f"### {_sanitize_label(label)}\n{body}")
     if not rendered:
         return ""
-    inner = "\n\n".join(rendered)
+    # Once more as a whole: a label ending in ``<memory`` and a body starting with ``context>`` are each
+    # harmless alone, not once joined by the heading's line break.
+    inner = sanitize_context("\n\n".join(rendered))
     return f"<{MEMORY_CONTEXT_TAG}>\n{MEMORY_CONTEXT_NOTE}\n\n{inner}\n</{MEMORY_CONTEXT_TAG}>"
 
 

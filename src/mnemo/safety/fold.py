@@ -8,8 +8,9 @@ and every kind of white space.
 
 The view has exactly one character per character of the text, so a match found in it is a span to cut
 from the original: an invisible character folds to ``IGNORED`` (NUL) and a character reference folds to
-its character followed by ``IGNORED`` padding. Patterns meant for the view therefore allow ``IGNORED``
-wherever a reader would not notice it. Folding is one ``str.translate`` (plus one substitution per
+its character followed by padding: ``IGNORED`` after a reference closed by ``;``, ``OPEN_REFERENCE``
+after one without (``&#60``), which text joined after it could still extend. Patterns meant for the view
+therefore allow both (``INVISIBLE``) wherever a reader would not notice them. Folding is one ``str.translate`` (plus one substitution per
 ``&``), so it runs at C speed, linear in the text.
 """
 
@@ -22,10 +23,16 @@ import unicodedata
 
 from .confusables import CONFUSABLES
 
-__all__ = ["IGNORED", "end_of_slot", "fold", "unfinished_reference"]
+__all__ = ["IGNORED", "INVISIBLE", "OPEN_REFERENCE", "end_of_slot", "fold", "unfinished_reference"]
 
 IGNORED = "\x00"
-"""What an invisible character (and the padding of a character reference) folds to."""
+"""What an invisible character (and the padding of a character reference closed by ``;``) folds to."""
+
+OPEN_REFERENCE = "\x01"
+"""The padding of a character reference without ``;`` (raw U+0001 folds to it too: it is invisible)."""
+
+INVISIBLE = IGNORED + OPEN_REFERENCE
+"""Every character of the view a reader does not see."""
 
 SPACE = " "
 """What every white-space character folds to."""
@@ -61,12 +68,14 @@ class _FoldTable(dict[int, str]):
 
     def __missing__(self, code: int) -> str:
         if len(self) >= self._LIMIT:
-            self.clear()  # a text that cycles through all of Unicode must not grow this without bound
+            # A text that cycles through all of Unicode must not grow this without bound.
+            self.clear()
+            self[ord(OPEN_REFERENCE)] = OPEN_REFERENCE
         folded = self[code] = _fold_char(chr(code))
         return folded
 
 
-_TABLE = _FoldTable()
+_TABLE = _FoldTable({ord(OPEN_REFERENCE): OPEN_REFERENCE})
 
 
 @functools.lru_cache(maxsize=4096)
@@ -75,9 +84,12 @@ def _reference_slots(raw: str) -> str:
     decoded = html.unescape(raw)
     if decoded == raw:
         return raw
+    padding = IGNORED if raw.endswith(";") else OPEN_REFERENCE
+    if not decoded:  # a reference to a control character reads as nothing
+        return padding * len(raw)
     # A legacy reference without ``;`` decodes only its head (``&ltx`` -> ``<x``): the text after it
     # keeps its own slots at the end, the padding goes in between.
-    return decoded[0] + IGNORED * (len(raw) - len(decoded)) + decoded[1:]
+    return decoded[0] + padding * (len(raw) - len(decoded)) + decoded[1:]
 
 
 def fold(text: str) -> str:
@@ -85,7 +97,7 @@ def fold(text: str) -> str:
     if "&" in text:
         # Folding is idempotent, so decoding the references first and folding everything after is safe.
         # The two commonest are replaced at C speed; the rest one by one.
-        text = text.replace("&lt;", "<\x00\x00\x00").replace("&gt;", ">\x00\x00\x00")
+        text = text.replace("&lt;", f"<{IGNORED * 3}").replace("&gt;", f">{IGNORED * 3}")
         text = _REFERENCE.sub(lambda match: _reference_slots(match.group()), text)
     return text.translate(_TABLE)
 
