@@ -31,7 +31,9 @@ from .curated import (
     Replace,
 )
 from .database import DATABASE_FILENAME, DatabaseTooNew, ForeignDatabase
-from .errors import ConfigError, InvalidArgument, MnemoError, TierUnavailable
+from .degraded import Degradation
+from .doctor import diagnose
+from .errors import ConfigError, InvalidArgument, MnemoError, StorageUnavailable, TierUnavailable
 from .graph import Association, Memory, MemoryNotFound, MemoryType, Relation
 from .graph.recalled import RecalledMemory
 from .llm import (
@@ -95,6 +97,7 @@ __all__ = [
     "BlockedContent",
     "ChatResponse",
     "ConfigError",
+    "Degradation",
     "ContextScrubber",
     "Conversation",
     "DatabaseTooNew",
@@ -133,6 +136,7 @@ __all__ = [
     "SessionHits",
     "SessionInfo",
     "SessionStateError",
+    "StorageUnavailable",
     "Settings",
     "StoredMessage",
     "TierUnavailable",
@@ -140,6 +144,7 @@ __all__ = [
     "ToolEvent",
     "Turn",
     "build_memory_context_block",
+    "diagnose",
     "handle_memory_call",
     "inject_memory_context",
     "load_settings",

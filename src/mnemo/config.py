@@ -71,6 +71,8 @@ class Settings(BaseModel):
     # The archive defaults to none: every message would need a vector, held in memory to search.
     graph_embedder: Literal["minilm", "none"] = "minilm"
     archive_embedder: Literal["minilm", "none"] = "none"
+    # Start even when mnemo's database cannot be opened, without the archive and graph (see mnemo.degraded).
+    allow_degraded: bool = False
 
     # optional LLM (OpenAI-compatible chat completions); never called unless configured and asked for
     llm_base_url: str | None = None

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import _db
 from ..database import connect_owned
-from ..errors import InvalidArgument, MnemoError
+from ..errors import InvalidArgument, MnemoError, excerpt
 from ..scope import Scope
 from . import schema
 from .records import (
@@ -58,7 +58,7 @@ class SessionNotFound(MnemoError, KeyError):
 
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
-        super().__init__(f"no session with id {session_id!r}")
+        super().__init__(f"no session with id {excerpt(session_id)}")
 
     def __str__(self) -> str:
         return str(self.args[0])
@@ -184,12 +184,12 @@ class SessionArchive:
             if owner is not None:
                 if tuple(owner) != self.scope.as_params():
                     # Continuing it would write into another scope's session; its content stays hidden.
-                    raise InvalidArgument("session_id", f"session id {session_id!r} is taken by another scope")
+                    raise InvalidArgument("session_id", f"session id {excerpt(session_id)} is taken by another scope")
                 if exist_ok:
                     return session_id
-                raise InvalidArgument("session_id", f"a session with id {session_id!r} already exists")
+                raise InvalidArgument("session_id", f"a session with id {excerpt(session_id)} already exists")
             if parent_session_id is not None and not self._in_scope(conn, parent_session_id):
-                raise InvalidArgument("parent_session_id", f"no session with id {parent_session_id!r}")
+                raise InvalidArgument("parent_session_id", f"no session with id {excerpt(parent_session_id)}")
             conn.execute(
                 "INSERT INTO sessions (id, source, title, model, started_at, parent_session_id, metadata,"
                 " user_id, agent_id, channel_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",

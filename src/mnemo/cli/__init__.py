@@ -47,6 +47,7 @@ _COMMANDS = (
     "graph",
     "chat",
     "scan",
+    "doctor",
 )
 
 

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import MnemoError
+from ..errors import MnemoError, excerpt
 from ..safety.scan import finding_labels
 from .entries import joined_length
 from .ops import usage_text
@@ -64,7 +64,7 @@ class NoMatchingEntry(MemoryOpError):
 
     def __init__(self, old_text: str, **state: Any) -> None:
         super().__init__(
-            f"no {state['target']} entry contains {_preview(old_text)!r}; use a short unique substring of one of the current entries",
+            f"no {state['target']} entry contains {excerpt(old_text)}; use a short unique substring of one of the current entries",
             **state,
         )
         self.old_text = old_text
@@ -78,7 +78,7 @@ class AmbiguousMatch(MemoryOpError):
 
     def __init__(self, old_text: str, matches: Sequence[str], **state: Any) -> None:
         super().__init__(
-            f"{len(matches)} different {state['target']} entries contain {_preview(old_text)!r}; "
+            f"{len(matches)} different {state['target']} entries contain {excerpt(old_text)}; "
             "make old_text specific to one of them",
             **state,
         )

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, check_text, excerpt
 from ..safety.scan import scan
 from .entries import ENTRY_DELIMITER, dedupe, join_entries, joined_length, parse_entries, survives_round_trip
 from .errors import (
@@ -48,7 +48,7 @@ _log = logging.getLogger(__name__)
 def check_target(target: object) -> str:
     """Return ``target`` if it names a store; raise :class:`InvalidArgument` (a ``ValueError``) otherwise."""
     if target not in TARGETS:
-        raise InvalidArgument("target", f"must be 'memory' or 'user', got {target!r}")
+        raise InvalidArgument("target", f"must be 'memory' or 'user', got {excerpt(target)}")
     return target  # type: ignore[return-value]
 
 
@@ -242,7 +242,7 @@ class MemoryStore:
 def _clean_content(content: object, state: dict[str, Any], scan_threshold: float | None) -> str:
     if not isinstance(content, str):
         raise InvalidArgument("content", f"must be a string, got {type(content).__name__}")
-    content = content.strip()
+    content = check_text("content", content).strip()
     if not content:
         raise EmptyContent("content", **state)
     # The Hermes format cannot tell these apart from several entries once joined to neighbours.
@@ -257,7 +257,7 @@ def _clean_content(content: object, state: dict[str, Any], scan_threshold: float
 def _find(working: list[str], old_text: object, state: dict[str, Any]) -> int:
     if not isinstance(old_text, str):
         raise InvalidArgument("old_text", f"must be a string, got {type(old_text).__name__}")
-    old_text = old_text.strip()
+    old_text = check_text("old_text", old_text).strip()
     if not old_text:
         raise EmptyContent("old_text", **state)
     if old_text in working:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import InvalidArgument, MnemoError
+from ..errors import InvalidArgument, MnemoError, excerpt
 from ..safety.scan import refusal_reason
 
 
@@ -13,7 +13,7 @@ class MemoryNotFound(InvalidArgument):
 
     def __init__(self, field: str, memory_id: str) -> None:
         self.memory_id = memory_id
-        super().__init__(field, f"no memory with id {memory_id!r} in this scope")
+        super().__init__(field, f"no memory with id {excerpt(memory_id)} in this scope")
 
 
 class BlockedContent(MnemoError):

@@ -31,7 +31,7 @@ from .. import _db
 from .._time import to_timestamp
 from ..database import connect_owned
 from ..embeddings.queries import PrefetchedEmbedder, QueryVectors
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, check_text, excerpt
 from ..retrieval.names import name_key
 from ..safety.scan import scan
 from . import recall as _recall
@@ -182,12 +182,7 @@ class MemoryGraph:
         text = content.strip()
         if not text:
             raise InvalidArgument(field, "must not be empty")
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            raise InvalidArgument(field, "is not valid UTF-8 text") from None
-        if "\x00" in text:
-            raise InvalidArgument(field, "must not contain NUL characters")
+        check_text(field, text)
         if len(text) > self.max_content_chars:
             raise InvalidArgument(field, f"is {len(text):,} characters; the limit is {self.max_content_chars:,}")
         findings = scan(text, threshold=self.scan_threshold)
@@ -398,7 +393,7 @@ class MemoryGraph:
 
     def _link(self, conn: sqlite3.Connection, source_id: str, target_id: str, relation: Relation, weight: float) -> None:
         if relation is Relation.UPDATES and self._reaches_by_updates(conn, target_id, source_id):
-            raise InvalidArgument("relation", f"{target_id!r} already descends from {source_id!r}; an updates cycle")
+            raise InvalidArgument("relation", f"{excerpt(target_id)} already descends from {excerpt(source_id)}; an updates cycle")
         conn.execute(
             "INSERT INTO graph_associations (source_id, target_id, relation, weight, created_at)"
             " VALUES (?, ?, ?, ?, ?) ON CONFLICT (source_id, target_id, relation) DO UPDATE SET weight = excluded.weight",
@@ -545,7 +540,7 @@ class MemoryGraph:
         with self._write() as conn:
             old = self._require(conn, old_id, "id")
             if old.superseded_by is not None:
-                raise InvalidArgument("id", f"{old_id!r} is already superseded by {old.superseded_by!r}; replace that one")
+                raise InvalidArgument("id", f"{excerpt(old_id)} is already superseded by {old.superseded_by!r}; replace that one")
             new_kind = kind or old.type
             if given_importance is not None:
                 new_importance = given_importance
