@@ -12,6 +12,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from .. import __version__
 from ..errors import MnemoError
 from ._output import CliError
 
@@ -41,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="mnemo", description="Durable, safe long-term memory for LLM agents.", parents=[common]
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log what mnemo does to stderr")
+    parser.add_argument("--version", action="version", version=f"mnemo {__version__}", help="print the version and exit")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in _COMMANDS:
         importlib.import_module(f"{__name__}.{name}").register(subparsers, common)
@@ -49,6 +51,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``mnemo`` with ``argv``; return the exit code."""
+    if _asks_version(sys.argv[1:] if argv is None else argv):
+        # Answered before any subcommand module (and so numpy, SQLite, the model) is imported.
+        print(f"mnemo {__version__}")
+        return 0
     parser = build_parser()
     args = parser.parse_args(argv)
     args.home = getattr(args, "home", None)
@@ -66,6 +72,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("mnemo: interrupted", file=sys.stderr)
         return 130
+
+
+def _asks_version(argv: Sequence[str]) -> bool:
+    """Whether ``--version`` comes before the subcommand (where the full parser would also take it)."""
+    words = iter(argv)
+    for word in words:
+        if word == "--version":
+            return True
+        if word == "--home":
+            next(words, None)  # its value, whatever it looks like
+        elif not word.startswith("-") or word == "--":
+            return False
+    return False
 
 
 if __name__ == "__main__":  # pragma: no cover
