@@ -30,6 +30,7 @@ import numpy as np
 from .. import _db
 from .._time import to_timestamp
 from ..embeddings.queries import PrefetchedEmbedder, QueryVectors
+from ..embeddings.vector_file import directory_for
 from ..errors import InvalidArgument
 from ..retrieval.names import name_key
 from ..safety.scan import scan
@@ -56,6 +57,8 @@ MAX_CONTENT_CHARS = 4_000
 # or embed_pending(). Unembedded memories are still found by full text, so this only delays, never loses.
 EMBED_PER_RECALL = 256
 EMBED_BATCH = 64
+# Memories (by seq) a recall checks for missing vectors when it does not yet know how far all are embedded.
+SCAN_PER_RECALL = 2_000
 # Vector hits searched ahead per recall; recall's own pool is smaller (a bigger request searches again).
 PREFETCH_HITS = 200
 MAX_SUBJECT_CHARS = 200
@@ -118,19 +121,23 @@ class MemoryGraph:
         embed_per_recall: int = EMBED_PER_RECALL,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        vector_dir = None
         if isinstance(database, sqlite3.Connection):
             self._conn = database
             self._owns_connection = False
         else:
             self._conn = _db.connect(database)
             self._owns_connection = True
+            if str(database) not in ("", ":memory:"):
+                # Only beside a database this graph opened itself: never next to one it merely borrows.
+                vector_dir = directory_for(database)
         self.scope = scope if scope is not None else Scope()
         self.embedder = embedder
         self.max_content_chars = max_content_chars
         self.embed_per_recall = embed_per_recall
         self._clock = clock
         self._lock = threading.RLock()
-        self._vectors = VectorCache()
+        self._vectors = VectorCache(vector_dir)
         self._query_vectors = QueryVectors()
         self._embedded_upto: dict[tuple[Scope, str, int], int] = {}
         self._closed = False
@@ -592,12 +599,16 @@ class MemoryGraph:
                 with _db.write_transaction(self._conn) as conn:
                     for memory_id in ids:
                         self._require(conn, memory_id, "ids")
+                    vectors = [
+                        row for memory_id in set(ids)
+                        for row in conn.execute("SELECT seq, model, dim FROM graph_vectors WHERE memory_id = ?", (memory_id,))
+                    ]  # fmt: skip
                     conn.executemany("DELETE FROM graph_memories WHERE id = ?", [(i,) for i in ids])
                     # The index keeps deleted tokens in old segments until a merge; force it.
                     conn.execute("INSERT INTO graph_memories_fts (graph_memories_fts) VALUES ('optimize')")
             finally:
                 self._conn.execute("PRAGMA secure_delete = OFF")
-            self._vectors.forget(ids)
+            self._vectors.forget(self._conn, self.scope, vectors)
         return len(set(ids))
 
     def touch(self, memory_ids: Sequence[str]) -> None:
@@ -673,21 +684,47 @@ class MemoryGraph:
 
     # ----------------------------------------------------------------- embeddings
 
-    def embed_pending(self, limit: int | None = None, *, batch_size: int = EMBED_BATCH) -> int:
+    def embed_pending(self, limit: int | None = None, *, batch_size: int = EMBED_BATCH, scan: int | None = None) -> int:
         """Embed memories of this scope that have no vector from the current model (new ones, or all of
         them after a model change), in batches; returns how many were embedded.
 
-        A cursor per scope and model remembers how far everything is embedded, so the check a recall
-        makes costs only the memories written since (``seq`` only grows).
+        A cursor per scope and model remembers how far everything is embedded, so the check costs only
+        the memories written since (``seq`` only grows). A new process does not know the cursor; with
+        ``scan`` it checks only the newest ``scan`` seqs (where pending memories usually are) and the
+        next ``scan`` above its cursor, so the whole store is checked over several calls instead of a
+        first call walking all of it (0.5 s at 100k memories).
         """
         embedder = self.embedder
         if embedder is None:
             return 0
         key = (self.scope, embedder.name, embedder.dim)
+        cursor = self._embedded_upto.get(key, 0)
+        if scan is None:
+            done, _ = self._embed_range(cursor, None, limit, batch_size)
+            return done
+        top = self._conn.execute("SELECT COALESCE(MAX(seq), 0) FROM graph_memories").fetchone()[0]
+        recent = max(cursor, top - scan)
         done = 0
+        if recent > cursor:
+            done, _ = self._embed_range(recent, None, limit, batch_size, move_cursor=False)
+        left = None if limit is None else limit - done
+        if left is None or left > 0:
+            more, _ = self._embed_range(cursor, min(cursor + scan, recent) if recent > cursor else None, left, batch_size)
+            done += more
+        return done
+
+    def _embed_range(
+        self, low: int, high: int | None, limit: int | None, batch_size: int, *, move_cursor: bool = True
+    ) -> tuple[int, bool]:
+        """Embed the pending memories with ``low < seq <= high`` (no upper bound when None); returns how
+        many, and whether the range is now complete. Moves the cursor when the range starts at it."""
+        embedder = self.embedder
+        assert embedder is not None
+        key = (self.scope, embedder.name, embedder.dim)
+        done = 0
+        cursor = low
         while limit is None or done < limit:
             want = batch_size if limit is None else min(batch_size, limit - done)
-            cursor = self._embedded_upto.get(key, 0)
             with self._lock:
                 # One read snapshot, so "nothing pending up to MAX(seq)" is true of the same state.
                 self._conn.execute("BEGIN")
@@ -696,9 +733,9 @@ class MemoryGraph:
                         "SELECT m.seq, m.id, m.content FROM graph_memories m"
                         " LEFT JOIN graph_vectors v ON v.memory_id = m.id"
                         # Unary + keeps the planner on the seq range instead of the scope index.
-                        " WHERE m.seq > ? AND +m.user_id = ? AND +m.agent_id = ? AND +m.channel_id = ?"
+                        " WHERE m.seq > ? AND m.seq <= ? AND +m.user_id = ? AND +m.agent_id = ? AND +m.channel_id = ?"
                         " AND (v.memory_id IS NULL OR v.model != ? OR v.dim != ?) ORDER BY m.seq LIMIT ?",
-                        (cursor, *scope_params(self.scope), embedder.name, embedder.dim, want),
+                        (cursor, high if high is not None else 2**62, *scope_params(self.scope), embedder.name, embedder.dim, want),
                     ).fetchall()
                     top = self._conn.execute("SELECT COALESCE(MAX(seq), 0) FROM graph_memories").fetchone()[0]
                 finally:
@@ -710,18 +747,29 @@ class MemoryGraph:
                         f"embedder {embedder.name!r} returned shape {vectors.shape}, expected {(len(rows), embedder.dim)}"
                     )
                 with self._write() as conn:
+                    replaced = [
+                        row for r in rows for row in conn.execute(
+                            "SELECT seq, model, dim FROM graph_vectors WHERE memory_id = ?", (r[1],)
+                        )
+                    ]  # fmt: skip
                     # A memory purged meanwhile must not get an orphan vector.
                     conn.executemany(
                         "INSERT OR REPLACE INTO graph_vectors (memory_id, model, dim, vector)"
                         " SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM graph_memories WHERE id = ?)",
                         [(r[1], embedder.name, embedder.dim, v.tobytes(), r[1]) for r, v in zip(rows, vectors)],
                     )
+                if replaced:
+                    # Another model's vectors are gone from the database: erase them from its file too.
+                    with self._lock:
+                        self._vectors.forget(self._conn, self.scope, replaced)
                 done += len(rows)
             finished = len(rows) < want
-            self._embedded_upto[key] = top if finished else rows[-1][0]
+            cursor = (top if high is None else min(high, top)) if finished else rows[-1][0]
+            if move_cursor and low <= self._embedded_upto.get(key, 0):
+                self._embedded_upto[key] = max(self._embedded_upto.get(key, 0), cursor)
             if finished:
-                break
-        return done
+                return done, True
+        return done, False
 
     def flush(self) -> None:
         """Finish deferred work (pending embeddings)."""
@@ -760,7 +808,7 @@ class MemoryGraph:
                 # pending work and the SQL run here (a 2-core machine does both at once).
                 probe = self._query_vectors.start(embedder, query)
                 embedder = PrefetchedEmbedder(embedder, query, probe)
-            self.embed_pending(self.embed_per_recall)
+            self.embed_pending(self.embed_per_recall, scan=SCAN_PER_RECALL)
         with self._lock:
             if probe is not None:
                 self._vectors.prefetch(self._conn, self.scope, embedder, probe, max(limit * 5, PREFETCH_HITS))
