@@ -20,6 +20,7 @@ import time
 import unicodedata
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +30,8 @@ import numpy as np
 
 from .. import _db
 from .._time import to_timestamp
-from ..embeddings.queries import PrefetchedEmbedder, QueryVectors
+from ..embeddings.queries import PrefetchedEmbedder, QueryVectors, background
+from ..embeddings.synced import snapshot
 from ..embeddings.vector_file import directory_for
 from ..errors import InvalidArgument
 from ..retrieval.names import name_key
@@ -57,7 +59,8 @@ MAX_CONTENT_CHARS = 4_000
 # or embed_pending(). Unembedded memories are still found by full text, so this only delays, never loses.
 EMBED_PER_RECALL = 256
 EMBED_BATCH = 64
-# Memories (by seq) a recall checks for missing vectors when it does not yet know how far all are embedded.
+# The newest memories (by seq) a recall checks for missing vectors while it does not yet know how far all
+# are embedded.
 SCAN_PER_RECALL = 2_000
 # Vector hits searched ahead per recall; recall's own pool is smaller (a bigger request searches again).
 PREFETCH_HITS = 200
@@ -93,6 +96,24 @@ class RestoreCounts:
     associations: int
 
 
+def _first_pending(path: Path, scope: Scope, model: str, dim: int) -> int:
+    """How far every memory of ``scope`` has a vector of ``model``: the seq below the first one without,
+    or the highest seq when none lacks one (read on a connection of its own, off the recall's path)."""
+    conn = _db.connect(path)
+    try:
+        with snapshot(conn):
+            row = conn.execute(
+                "SELECT m.seq FROM graph_memories m LEFT JOIN graph_vectors v ON v.memory_id = m.id"
+                " WHERE +m.user_id = ? AND +m.agent_id = ? AND +m.channel_id = ?"
+                " AND (v.memory_id IS NULL OR v.model != ? OR v.dim != ?) ORDER BY m.seq LIMIT 1",
+                (*scope_params(scope), model, dim),
+            ).fetchone()
+            top = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM graph_memories").fetchone()[0]
+        return top if row is None else row[0] - 1
+    finally:
+        conn.close()
+
+
 def _new_id() -> str:
     return uuid.uuid4().hex[:16]
 
@@ -122,6 +143,7 @@ class MemoryGraph:
         clock: Callable[[], float] = time.time,
     ) -> None:
         vector_dir = None
+        self._path: Path | None = None
         if isinstance(database, sqlite3.Connection):
             self._conn = database
             self._owns_connection = False
@@ -131,6 +153,7 @@ class MemoryGraph:
             if str(database) not in ("", ":memory:"):
                 # Only beside a database this graph opened itself: never next to one it merely borrows.
                 vector_dir = directory_for(database)
+                self._path = Path(database)
         self.scope = scope if scope is not None else Scope()
         self.embedder = embedder
         self.max_content_chars = max_content_chars
@@ -140,6 +163,7 @@ class MemoryGraph:
         self._vectors = VectorCache(vector_dir)
         self._query_vectors = QueryVectors()
         self._embedded_upto: dict[tuple[Scope, str, int], int] = {}
+        self._backlog: dict[tuple[Scope, str, int], Future[int]] = {}
         self._closed = False
         ensure_schema(self._conn)
 
@@ -689,35 +713,33 @@ class MemoryGraph:
         them after a model change), in batches; returns how many were embedded.
 
         A cursor per scope and model remembers how far everything is embedded, so the check costs only
-        the memories written since (``seq`` only grows). A new process does not know the cursor; with
-        ``scan`` it checks only the newest ``scan`` seqs (where pending memories usually are) and the
-        next ``scan`` above its cursor, so the whole store is checked over several calls instead of a
-        first call walking all of it (0.5 s at 100k memories).
+        the memories written since (``seq`` only grows). A new process does not know the cursor, and
+        finding it walks every memory (0.5 s at 100k); with ``scan`` (as a recall asks) it checks only the
+        newest ``scan`` seqs now, where pending memories usually are, while a worker thread finds the
+        cursor on a connection of its own.
         """
         embedder = self.embedder
         if embedder is None:
             return 0
         key = (self.scope, embedder.name, embedder.dim)
-        cursor = self._embedded_upto.get(key, 0)
-        if scan is None:
-            done, _ = self._embed_range(cursor, None, limit, batch_size)
-            return done
-        top = self._conn.execute("SELECT COALESCE(MAX(seq), 0) FROM graph_memories").fetchone()[0]
-        recent = max(cursor, top - scan)
-        done = 0
-        if recent > cursor:
-            done, _ = self._embed_range(recent, None, limit, batch_size, move_cursor=False)
-        left = None if limit is None else limit - done
-        if left is None or left > 0:
-            more, _ = self._embed_range(cursor, min(cursor + scan, recent) if recent > cursor else None, left, batch_size)
-            done += more
-        return done
+        if scan is not None and key not in self._embedded_upto and self._path is not None:
+            finding = self._backlog.get(key)
+            if finding is None:
+                finding = self._backlog[key] = background().submit(_first_pending, self._path, *key)
+            if not finding.done() or finding.exception() is not None:
+                with self._lock:
+                    top = self._conn.execute("SELECT COALESCE(MAX(seq), 0) FROM graph_memories").fetchone()[0]
+                done = self._embed_range(max(0, top - scan), limit, batch_size, move_cursor=False)
+                if finding.done():  # it failed: walk here, as without a worker
+                    del self._backlog[key]
+                    self._embedded_upto[key] = 0
+                return done
+            self._embedded_upto.setdefault(key, finding.result())
+        return self._embed_range(self._embedded_upto.get(key, 0), limit, batch_size)
 
-    def _embed_range(
-        self, low: int, high: int | None, limit: int | None, batch_size: int, *, move_cursor: bool = True
-    ) -> tuple[int, bool]:
-        """Embed the pending memories with ``low < seq <= high`` (no upper bound when None); returns how
-        many, and whether the range is now complete. Moves the cursor when the range starts at it."""
+    def _embed_range(self, low: int, limit: int | None, batch_size: int, *, move_cursor: bool = True) -> int:
+        """Embed the pending memories above seq ``low``; returns how many. Moves the cursor (when asked)
+        as far as everything is embedded."""
         embedder = self.embedder
         assert embedder is not None
         key = (self.scope, embedder.name, embedder.dim)
@@ -733,9 +755,9 @@ class MemoryGraph:
                         "SELECT m.seq, m.id, m.content FROM graph_memories m"
                         " LEFT JOIN graph_vectors v ON v.memory_id = m.id"
                         # Unary + keeps the planner on the seq range instead of the scope index.
-                        " WHERE m.seq > ? AND m.seq <= ? AND +m.user_id = ? AND +m.agent_id = ? AND +m.channel_id = ?"
+                        " WHERE m.seq > ? AND +m.user_id = ? AND +m.agent_id = ? AND +m.channel_id = ?"
                         " AND (v.memory_id IS NULL OR v.model != ? OR v.dim != ?) ORDER BY m.seq LIMIT ?",
-                        (cursor, high if high is not None else 2**62, *scope_params(self.scope), embedder.name, embedder.dim, want),
+                        (cursor, *scope_params(self.scope), embedder.name, embedder.dim, want),
                     ).fetchall()
                     top = self._conn.execute("SELECT COALESCE(MAX(seq), 0) FROM graph_memories").fetchone()[0]
                 finally:
@@ -764,12 +786,12 @@ class MemoryGraph:
                         self._vectors.forget(self._conn, self.scope, replaced)
                 done += len(rows)
             finished = len(rows) < want
-            cursor = (top if high is None else min(high, top)) if finished else rows[-1][0]
-            if move_cursor and low <= self._embedded_upto.get(key, 0):
-                self._embedded_upto[key] = max(self._embedded_upto.get(key, 0), cursor)
+            cursor = top if finished else rows[-1][0]
+            if move_cursor:
+                self._embedded_upto[key] = cursor
             if finished:
-                return done, True
-        return done, False
+                break
+        return done
 
     def flush(self) -> None:
         """Finish deferred work (pending embeddings)."""
