@@ -303,6 +303,9 @@ def test_two_writers_and_a_reader_never_see_a_vector_of_the_wrong_memory(filled)
     assert [w.wait() for w in writers] == [0, 0]
     assert reader.returncode == 0, reader.stderr
     assert int(reader.stdout) > 0
+    with _open(filled) as graph:
+        assert _answers(graph) == _fresh(filled)
+    # A writer whose append found the file busy kept its last rows in memory; the recall above appended them.
+    # A memory both writers embedded at once has a zeroed row for the vector the second one replaced.
     status = vector_file_status(_the_file(filled))
-    assert status.state == "ok" and status.rows == 60 + 2 * 15 * 8
-    assert _answers(_open(filled)) == _fresh(filled)
+    assert status.state == "ok" and status.rows - status.erased == 60 + 2 * 15 * 8

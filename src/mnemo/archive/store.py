@@ -31,6 +31,7 @@ from .records import (
     tool_call_names,
 )
 from .search import SORTS, Filters, Match, Searcher
+from ..embeddings.vector_file import directory_for
 from .vectors import MessageVectors
 
 if TYPE_CHECKING:
@@ -84,7 +85,7 @@ class SessionArchive:
         batches per search, or all at once by :meth:`embed_pending`); without one search is full text only."""
         self.path = Path(path)
         self._lock = threading.RLock()
-        self._vectors = MessageVectors(embedder) if embedder is not None else None
+        self._vectors = MessageVectors(embedder, directory_for(self.path)) if embedder is not None else None
         self._conn: sqlite3.Connection | None = _db.connect(self.path)
         try:
             _db.migrate(self._conn, schema.COMPONENT, schema.MIGRATIONS)
@@ -262,16 +263,22 @@ class SessionArchive:
         Sessions split from it are re-attached to its parent so their lineage stays connected.
         Returns the number of messages removed.
         """
-        with self._lock, _db.write_transaction(self._db) as conn:
-            row = conn.execute("SELECT parent_session_id FROM sessions WHERE id = ?", (session_id,)).fetchone()
-            if row is None:
-                raise SessionNotFound(session_id)
-            ids = [r[0] for r in conn.execute("SELECT id FROM messages WHERE session_id = ?", (session_id,))]
-            removed = conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,)).rowcount
-            conn.execute("UPDATE sessions SET parent_session_id = ? WHERE parent_session_id = ?", (row[0], session_id))
-            conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
-        if self._vectors is not None:
-            self._vectors.forget(ids)
+        with self._lock:
+            with _db.write_transaction(self._db) as conn:
+                row = conn.execute("SELECT parent_session_id FROM sessions WHERE id = ?", (session_id,)).fetchone()
+                if row is None:
+                    raise SessionNotFound(session_id)
+                ids = [r[0] for r in conn.execute("SELECT id FROM messages WHERE session_id = ?", (session_id,))]
+                vectors = conn.execute(
+                    "SELECT v.seq, v.model, v.dim FROM message_vectors v JOIN messages m ON m.id = v.message_id"
+                    " WHERE m.session_id = ?",
+                    (session_id,),
+                ).fetchall()
+                removed = conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,)).rowcount
+                conn.execute("UPDATE sessions SET parent_session_id = ? WHERE parent_session_id = ?", (row[0], session_id))
+                conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+            if self._vectors is not None:
+                self._vectors.forget(self._db, ids, vectors)
         return removed
 
     # -- messages ----------------------------------------------------------------------------------

@@ -75,6 +75,25 @@ class VectorSource(Protocol):
         ...
 
 
+def owners_of(conn: sqlite3.Connection, table: str, owner: str, seqs: Sequence[int]) -> dict[int, Hashable]:
+    """``{seq: owner}`` for the rows of ``table`` (a vector table with a ``seq`` key and an ``owner``
+    column, both named by mnemo's code) that still exist."""
+    found: dict[int, Hashable] = {}
+    for start in range(0, len(seqs), 500):  # stay under SQLite's bound-parameter limit
+        chunk = seqs[start : start + 500]
+        found.update(conn.execute(
+            f"SELECT seq, {owner} FROM {table} WHERE seq IN ({', '.join('?' * len(chunk))})", chunk
+        ).fetchall())  # fmt: skip
+    return found
+
+
+def table_top(conn: sqlite3.Connection, table: str) -> int:
+    """The highest ``seq`` an AUTOINCREMENT ``table`` ever assigned: unlike ``MAX(seq)`` it never goes
+    back after a delete, so a cursor at it can never be passed again by an older row."""
+    row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = ?", (table,)).fetchone()
+    return row[0] if row else 0
+
+
 @dataclass(frozen=True, slots=True)
 class Candidates:
     """Rows a search found, best first, as ``(seq, score, row in the file or -1)``, and the file view

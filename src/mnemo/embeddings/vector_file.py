@@ -20,6 +20,7 @@ vector file; a file is created or rebuilt whole (temp file, fsync, rename, fsync
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import mmap
 import os
@@ -280,6 +281,7 @@ class VectorFileStatus:
     cursor: int | None = None
     generation: int | None = None
     bytes: int | None = None
+    erased: int | None = None  # rows of purged or replaced vectors, zeroed; a rebuild reclaims them
     problem: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
@@ -319,7 +321,7 @@ def vector_file_status(path: str | os.PathLike[str]) -> VectorFileStatus:
     seqs = mapped.rows["seq"]
     if len(seqs) and (np.any(np.diff(seqs) <= 0) or int(seqs[-1]) > header.cursor):
         return _replace(found, state="damaged", problem="rows out of order or beyond the cursor")
-    return found
+    return _replace(found, erased=int(np.count_nonzero(mapped.rows["owner"] == 0)))
 
 
 def _replace(status: VectorFileStatus, **changes: Any) -> VectorFileStatus:
@@ -329,12 +331,21 @@ def _replace(status: VectorFileStatus, **changes: Any) -> VectorFileStatus:
 def vector_files(database: str | os.PathLike[str]) -> list[Path]:
     """The vector files derived from ``database`` (see :func:`directory_for`), sorted."""
     directory = directory_for(database)
-    return sorted(directory.glob(f"*{SUFFIX}")) if directory.is_dir() else []
+    return sorted(directory.glob(f"*{SUFFIX}")) if directory is not None and directory.is_dir() else []
 
 
-def directory_for(database: str | os.PathLike[str]) -> Path:
+def file_name(key: str) -> str:
+    """The file name of a partition: its kind (the key's first field) and a hash of the whole key, so no
+    scope or model name can reach outside the directory."""
+    return f"{key.split(chr(31))[0]}-{hashlib.sha256(key.encode('utf-8')).hexdigest()[:24]}{SUFFIX}"
+
+
+def directory_for(database: str | os.PathLike[str]) -> Path | None:
     """Where the vector files derived from ``database`` live: a directory beside it, named after it
-    (``mnemo.db`` → ``mnemo.db-vectors``), so they can never be mistaken for another database's."""
+    (``mnemo.db`` → ``mnemo.db-vectors``), so they can never be mistaken for another database's; None
+    for a database that is not a file (``:memory:``, a temporary one)."""
+    if str(database) in ("", ":memory:") or str(database).startswith("file:"):
+        return None
     database = Path(database)
     return database.with_name(f"{database.name}-vectors")
 

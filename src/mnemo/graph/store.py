@@ -150,10 +150,9 @@ class MemoryGraph:
         else:
             self._conn = _db.connect(database)
             self._owns_connection = True
-            if str(database) not in ("", ":memory:"):
-                # Only beside a database this graph opened itself: never next to one it merely borrows.
-                vector_dir = directory_for(database)
-                self._path = Path(database)
+            # Only beside a database this graph opened itself: never next to one it merely borrows.
+            vector_dir = directory_for(database)
+            self._path = None if vector_dir is None else Path(database)
         self.scope = scope if scope is not None else Scope()
         self.embedder = embedder
         self.max_content_chars = max_content_chars

@@ -10,7 +10,6 @@ database, so a stale or damaged file can never put a vector on the wrong memory.
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 import threading
 from collections.abc import Hashable, Iterable, Sequence
@@ -22,8 +21,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..embeddings.queries import background
-from ..embeddings.synced import Candidates, SyncedVectors
-from ..embeddings.vector_file import SUFFIX
+from ..embeddings.synced import Candidates, SyncedVectors, owners_of, table_top
+from ..embeddings.vector_file import file_name
 from .schema import SCOPE_CLAUSE, scope_params
 from .types import Scope
 
@@ -47,10 +46,6 @@ class GraphVectorSource:
     def key(self) -> str:
         return "\x1f".join(("graph", *scope_params(self.scope), self.model, str(self.dim)))
 
-    def file_name(self) -> str:
-        """A name for this partition's file that no scope or model name can break out of."""
-        return f"graph-{hashlib.sha256(self.key.encode('utf-8')).hexdigest()[:24]}{SUFFIX}"
-
     def rows_after(self, conn: sqlite3.Connection, seq: int) -> list[tuple[int, Hashable, bytes]]:
         return conn.execute(
             # CROSS JOIN fixes the loop order: walk the new vectors by seq, then check each one's scope.
@@ -63,19 +58,11 @@ class GraphVectorSource:
     def top(self, conn: sqlite3.Connection) -> int:
         # The cursor moves past every vector of the table, not just this scope's and model's: stopping at
         # this scope's last one made every search re-read the other scopes' newer vectors (34 ms per recall
-        # at 100k memories with 10k more in a second scope). AUTOINCREMENT's counter never goes back after
-        # a purge, unlike MAX(seq).
-        row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'graph_vectors'").fetchone()
-        return row[0] if row else 0
+        # at 100k memories with 10k more in a second scope).
+        return table_top(conn, "graph_vectors")
 
     def owners(self, conn: sqlite3.Connection, seqs: Sequence[int]) -> dict[int, Hashable]:
-        found: dict[int, Hashable] = {}
-        for start in range(0, len(seqs), 500):  # stay under SQLite's bound-parameter limit
-            chunk = seqs[start : start + 500]
-            found.update(conn.execute(
-                f"SELECT seq, memory_id FROM graph_vectors WHERE seq IN ({', '.join('?' * len(chunk))})", chunk
-            ).fetchall())  # fmt: skip
-        return found
+        return owners_of(conn, "graph_vectors", "memory_id", seqs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +138,7 @@ class VectorCache:
             vectors = self._partitions.get(key)
             if vectors is None:
                 source = GraphVectorSource(scope, model, dim)
-                path = None if self.directory is None else self.directory / source.file_name()
+                path = None if self.directory is None else self.directory / file_name(source.key)
                 vectors = self._partitions[key] = SyncedVectors(source, path)
             return vectors
 
