@@ -90,3 +90,19 @@ def test_the_version_matches_the_distribution_metadata():
     from importlib.metadata import version
 
     assert version("mnemo") == mnemo.__version__
+
+
+def test_a_subcommand_imports_only_its_own_module(tmp_path):
+    code = f"from mnemo.cli import main\nmain(['--home', {str(tmp_path)!r}, '--json', 'graph', 'stats'])"
+    probe = f"{code}\nimport sys\nprint(sorted(m for m in sys.modules if m.startswith('mnemo.cli.')))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines()[-1] == "['mnemo.cli._output', 'mnemo.cli.graph']"
+
+
+def test_help_still_lists_every_command(capsys):
+    try:
+        main(["--help"])
+    except SystemExit:
+        pass
+    listed = capsys.readouterr().out
+    assert all(command in listed for command in ("demo", "memory", "sessions", "graph", "chat"))

@@ -35,8 +35,9 @@ def _common_options() -> argparse.ArgumentParser:
     return common
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full argument parser, with every subcommand group registered."""
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser, with every subcommand group registered (or just ``only``, so one command
+    does not import every other's dependencies)."""
     common = _common_options()
     parser = argparse.ArgumentParser(
         prog="mnemo", description="Durable, safe long-term memory for LLM agents.", parents=[common]
@@ -44,18 +45,19 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log what mnemo does to stderr")
     parser.add_argument("--version", action="version", version=f"mnemo {__version__}", help="print the version and exit")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in _COMMANDS:
+    for name in _COMMANDS if only not in _COMMANDS else (only,):
         importlib.import_module(f"{__name__}.{name}").register(subparsers, common)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``mnemo`` with ``argv``; return the exit code."""
-    if _asks_version(sys.argv[1:] if argv is None else argv):
+    version, command = _leading(sys.argv[1:] if argv is None else argv)
+    if version:
         # Answered before any subcommand module (and so numpy, SQLite, the model) is imported.
         print(f"mnemo {__version__}")
         return 0
-    parser = build_parser()
+    parser = build_parser(command)
     args = parser.parse_args(argv)
     args.home = getattr(args, "home", None)
     args.json = getattr(args, "json", False)
@@ -74,17 +76,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
-def _asks_version(argv: Sequence[str]) -> bool:
-    """Whether ``--version`` comes before the subcommand (where the full parser would also take it)."""
+def _leading(argv: Sequence[str]) -> tuple[bool, str | None]:
+    """Whether ``--version`` comes before the subcommand (where the full parser would also take it), and
+    the subcommand's name."""
     words = iter(argv)
     for word in words:
         if word == "--version":
-            return True
+            return True, None
         if word == "--home":
             next(words, None)  # its value, whatever it looks like
-        elif not word.startswith("-") or word == "--":
-            return False
-    return False
+        elif word == "--":
+            return False, None
+        elif not word.startswith("-"):
+            return False, word
+    return False, None
 
 
 if __name__ == "__main__":  # pragma: no cover
