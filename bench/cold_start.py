@@ -42,50 +42,39 @@ from mnemo.embeddings import MiniLMEmbedder
 from mnemo.embeddings.vector_file import vector_files
 from mnemo.graph import MemoryGraph
 
-_CHILD_GRAPH = """
+# A new process: imports, opens the store (after ``prepare``), answers once, then ``--queries`` more times.
+_CHILD = """
 import json, sys, time
 start = time.perf_counter()
-import numpy as np
-from mnemo import _db
-from mnemo.embeddings import MiniLMEmbedder
-from mnemo.graph import MemoryGraph, Scope
+{imports}
 imported = time.perf_counter()
-db, mode, model, queries = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
-embedder = MiniLMEmbedder()
-if model == "loaded":
-    embedder.embed(["load the model first"])
+queries = json.loads(sys.argv[-1])
+{prepare}
 opened_at = time.perf_counter()
-graph = MemoryGraph(db if mode == "file" else _db.connect(db), scope=Scope(user_id="alice"), embedder=embedder)
+{open}
 opened = time.perf_counter()
-graph.recall(queries[0], limit=10)
+ask(queries[0])
 first = time.perf_counter()
 warm = []
 for query in queries[1:]:
     began = time.perf_counter()
-    graph.recall(query, limit=10)
+    ask(query)
     warm.append((time.perf_counter() - began) * 1000)
-print(json.dumps({"import": (imported - start) * 1000, "open": (opened - opened_at) * 1000,
-                  "first": (first - opened) * 1000, "warm": warm}))
+print(json.dumps({{"import": (imported - start) * 1000, "open": (opened - opened_at) * 1000,
+                  "first": (first - opened) * 1000, "warm": warm}}))
 """
-
-_CHILD_ARCHIVE = """
-import json, sys, time
-start = time.perf_counter()
-from mnemo.archive import SessionArchive
-imported = time.perf_counter()
-queries = json.loads(sys.argv[2])
-archive = SessionArchive(sys.argv[1])
-opened = time.perf_counter()
-archive.search(queries[0], limit=10)
-first = time.perf_counter()
-warm = []
-for query in queries[1:]:
-    began = time.perf_counter()
-    archive.search(query, limit=10)
-    warm.append((time.perf_counter() - began) * 1000)
-print(json.dumps({"import": (imported - start) * 1000, "open": (opened - imported) * 1000,
-                  "first": (first - opened) * 1000, "warm": warm}))
-"""
+# argv: database, "file" or "sqlite" (a borrowed connection keeps no vector file), "loaded" or "cold" model.
+_CHILD_GRAPH = _CHILD.format(
+    imports="from mnemo import _db\nfrom mnemo.embeddings import MiniLMEmbedder\nfrom mnemo.graph import MemoryGraph, Scope",
+    prepare="embedder = MiniLMEmbedder()\nif sys.argv[3] == 'loaded':\n    embedder.embed(['load the model first'])",
+    open="graph = MemoryGraph(sys.argv[1] if sys.argv[2] == 'file' else _db.connect(sys.argv[1]),"
+    " scope=Scope(user_id='alice'), embedder=embedder)\nask = lambda query: graph.recall(query, limit=10)",
+)
+_CHILD_ARCHIVE = _CHILD.format(
+    imports="from mnemo.archive import SessionArchive",
+    prepare="",
+    open="archive = SessionArchive(sys.argv[1])\nask = lambda query: archive.search(query, limit=10)",
+)
 
 
 def _wall(command: list[str], runs: int, env: dict[str, str] | None = None) -> list[float]:

@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +25,7 @@ from mnemo.embeddings.vector_file import (
     vector_file_status,
     vector_files,
 )
-from mnemo.graph import MemoryGraph, Scope
+from mnemo.graph import MemoryGraph, Scope, store
 
 from ._support import Clock, ConceptEmbedder
 
@@ -309,3 +310,29 @@ def test_two_writers_and_a_reader_never_see_a_vector_of_the_wrong_memory(filled)
     # A memory both writers embedded at once has a zeroed row for the vector the second one replaced.
     status = vector_file_status(_the_file(filled))
     assert status.state == "ok" and status.rows - status.erased == 60 + 2 * 15 * 8
+
+
+def test_a_new_process_embeds_the_newest_memories_at_once_and_the_backlog_once_it_knows_its_cursor(
+    db_path, monkeypatch
+):
+    with MemoryGraph(db_path, clock=Clock()) as plain:  # no embedder: nothing is embedded
+        old = plain.remember("An old note about a hound")
+        plain.remember_many({"content": f"filler {i}"} for i in range(5))
+        new = plain.remember("A new note about a puppy")
+    released = threading.Event()
+    finding = store._first_pending
+
+    def slow_first_pending(*args):
+        released.wait(10)
+        return finding(*args)
+
+    monkeypatch.setattr(store, "SCAN_PER_RECALL", 3)
+    monkeypatch.setattr(store, "_first_pending", slow_first_pending)
+    with _open(db_path) as graph:
+        hits = {r.memory.id for r in graph.recall("canine", touch=False) if "vector" in r.channels}
+        assert hits == {new.id}  # only the newest seqs were checked while the cursor is unknown
+        released.set()
+        graph._backlog[(graph.scope, "concepts-v1", 8)].result(timeout=10)
+        hits = {r.memory.id for r in graph.recall("canine", touch=False) if "vector" in r.channels}
+        assert hits == {old.id, new.id}
+        assert graph.stats()["pending_embeddings"] == 0

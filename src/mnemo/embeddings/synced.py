@@ -288,10 +288,7 @@ class SyncedVectors:
             except (OSError, VectorFileError) as exc:
                 log.warning("vector file %s: cannot erase purged vectors (%s); deleting the file", self.path, exc)
                 self.path.unlink(missing_ok=True)
-                self._mapped, self._opened, self._file_cursor, self._cursor = None, False, 0, 0
-                self._pending = self._pending[:0]
-                self._memory = BruteForceIndex(self.source.dim)
-                self.version += 1
+                self._start_over()
 
     # ----------------------------------------------------------------- searching
 
@@ -352,16 +349,24 @@ class SyncedVectors:
                     stat = mapped.path.stat()
                     if (stat.st_dev, stat.st_ino) == mapped.identity:
                         mapped.path.unlink()
+            except FileNotFoundError:
+                pass  # another process found it first
             except (OSError, VectorFileError) as exc:
                 log.warning("vector file %s: cannot delete it (%s)", mapped.path, exc)
                 self.path = None
-            self._mapped, self._opened, self._file_cursor, self._cursor = None, False, 0, 0
-            self._pending = self._pending[:0]
-            self._memory = BruteForceIndex(self.source.dim)
-            self._dead = set()
-            self.version += 1
+            self._start_over()
 
-    def search(self, conn: sqlite3.Connection, probe: np.ndarray, k: int, ahead: Candidates | None = None) -> list[tuple[Hashable, float]]:
+    def _start_over(self) -> None:
+        """Drop the file view and every row held, so the next refresh opens (or rebuilds) from scratch."""
+        self._mapped, self._opened, self._file_cursor, self._cursor = None, False, 0, 0
+        self._pending = self._pending[:0]
+        self._memory = BruteForceIndex(self.source.dim)
+        self._dead = set()
+        self.version += 1
+
+    def search(
+        self, conn: sqlite3.Connection, probe: np.ndarray, k: int, ahead: Candidates | None = None
+    ) -> list[tuple[Hashable, float]]:
         """The ``k`` nearest owners to ``probe``, verified against the database; ``ahead`` is a
         :meth:`nearest` result computed earlier for the same probe, used when still current."""
         candidates = ahead if ahead is not None else self.nearest(probe, k)
