@@ -332,7 +332,7 @@ def test_a_new_process_embeds_the_newest_memories_at_once_and_the_backlog_once_i
         hits = {r.memory.id for r in graph.recall("canine", touch=False) if "vector" in r.channels}
         assert hits == {new.id}  # only the newest seqs were checked while the cursor is unknown
         released.set()
-        graph._backlog[(graph.scope, "concepts-v1", 8)].result(timeout=10)
+        graph._backlog[(graph.scope, "concepts-v1", 8)][1].result(timeout=10)
         hits = {r.memory.id for r in graph.recall("canine", touch=False) if "vector" in r.channels}
         assert hits == {old.id, new.id}
         assert graph.stats()["pending_embeddings"] == 0

@@ -14,6 +14,7 @@ explicit way to really delete.
 from __future__ import annotations
 
 import copy
+import os
 import sqlite3
 import threading
 import time
@@ -162,7 +163,7 @@ class MemoryGraph:
         self._vectors = VectorCache(vector_dir)
         self._query_vectors = QueryVectors()
         self._embedded_upto: dict[tuple[Scope, str, int], int] = {}
-        self._backlog: dict[tuple[Scope, str, int], Future[int]] = {}
+        self._backlog: dict[tuple[Scope, str, int], tuple[int, Future[int]]] = {}  # by the process that asked
         self._closed = False
         ensure_schema(self._conn)
 
@@ -722,9 +723,10 @@ class MemoryGraph:
             return 0
         key = (self.scope, embedder.name, embedder.dim)
         if scan is not None and key not in self._embedded_upto and self._path is not None:
-            finding = self._backlog.get(key)
-            if finding is None:
-                finding = self._backlog[key] = background().submit(_first_pending, self._path, *key)
+            pid, finding = self._backlog.get(key, (None, None))
+            if finding is None or pid != os.getpid():  # a forked child never sees its parent's worker finish
+                finding = background().submit(_first_pending, self._path, *key)
+                self._backlog[key] = (os.getpid(), finding)
             if not finding.done() or finding.exception() is not None:
                 with self._lock:
                     top = self._conn.execute("SELECT COALESCE(MAX(seq), 0) FROM graph_memories").fetchone()[0]
