@@ -75,7 +75,7 @@ def filled(db_path) -> Path:
 
 def test_a_recall_writes_a_vector_file_beside_the_database(filled):
     path = _the_file(filled)
-    assert path.parent == directory_for(filled) == filled.with_name("state.db-vectors")
+    assert path.parent == directory_for(filled) == filled.with_name(f"{filled.name}-vectors")
     status = vector_file_status(path)
     assert status.state == "ok" and status.rows == 60 and status.dim == 8
 
