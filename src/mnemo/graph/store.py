@@ -127,8 +127,9 @@ def parse_time(value: Any, field: str) -> float | None:
 class MemoryGraph:
     """Typed memories with importance, timestamps, typed associations and hybrid recall.
 
-    ``database`` is a path to ``state.db`` (opened and owned here) or an open connection (borrowed:
-    :meth:`close` leaves it open). Every read and write is confined to ``scope``. With
+    ``database`` is a path to ``state.db`` (opened and owned here, with the vector files derived from it
+    beside it: see :mod:`mnemo.graph.vectors`) or an open connection (borrowed: :meth:`close` leaves it
+    open, and its vectors are read into memory). Every read and write is confined to ``scope``. With
     ``embedder=None`` recall uses full text and the graph only, and is still complete. Each recall first
     embeds at most ``embed_per_recall`` pending memories.
     """
