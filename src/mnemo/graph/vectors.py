@@ -70,6 +70,16 @@ class VectorCache:
             return ahead.hits.result()[:k]
         return index.search(probe, k)
 
+    def search_many(
+        self, conn: sqlite3.Connection, scope: Scope, embedder: Embedder, probes: np.ndarray, k: int
+    ) -> list[Hits]:
+        """:meth:`search` for each row of ``probes`` at once (one matrix product per block of rows)."""
+        index = self._current(conn, scope, embedder)
+        many = getattr(index, "search_many", None)
+        if many is not None:
+            return many(probes, k)
+        return [index.search(probe, k) for probe in np.asarray(probes, dtype=np.float32)]
+
     def prefetch(
         self, conn: sqlite3.Connection, scope: Scope, embedder: Embedder, probe: Future[np.ndarray], k: int
     ) -> None:
