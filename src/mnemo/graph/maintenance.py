@@ -120,7 +120,7 @@ def _negated(words: list[str]) -> bool:
 
 def _names(text: str) -> set[str]:
     """Capitalised words that do not start a sentence, and quoted values: the named values of a text."""
-    found = {q.strip().casefold() for q in _QUOTED.findall(text)}
+    found = {w.casefold() for q in _QUOTED.findall(text) for w in _words(q)}
     for sentence in re.split(r"(?<=[.!?])\s+", text):
         for word in _words(sentence)[1:]:
             if word[0].isupper() and word.casefold() not in _DATE_WORDS:
@@ -139,7 +139,8 @@ def conflict(a: str, b: str) -> str | None:
         return "date"
     if _negated(words_a) != _negated(words_b):
         return "negation"
-    if _names(a) != _names(b):
+    # A name in one text that the other does not hold at all, even lowercased.
+    if _names(a) - lower_b or _names(b) - lower_a:
         return "name"
     return None
 
@@ -365,7 +366,7 @@ def _decay_phase(
             continue
         base = importance if base is None else base
         level, applied = importance, decayed_at
-        if accessed is not None and decayed_at is not None and accessed > decayed_at and level < base:
+        if accessed is not None and decayed_at is not None and accessed >= decayed_at and level < base:
             level = base
             counts.boosted += 1
             applied = now
