@@ -82,7 +82,8 @@ def _lines(graph: MemoryGraph, kinds: tuple[MemoryType, ...]) -> list[tuple[bool
     """Candidate lines of one section, best first, as ``(pinned, line)``; scanned, deduplicated."""
     marks = ", ".join("?" * len(kinds))
     recency_first = kinds == (MemoryType.EVENT,)
-    order = "m.created_at DESC, m.seq DESC" if recency_first else "m.importance DESC, m.created_at DESC, m.seq DESC"
+    # Orders an index holds (ties: its rowid order), so the top few are read without sorting the section.
+    order = "m.created_at DESC" if recency_first else "m.importance DESC, m.created_at DESC"
     where = f"WHERE {SCOPE_CLAUSE} AND m.type IN ({marks}) AND m.forgotten = 0{_UNDISPUTED}"
     params = (*scope_params(graph.scope), *(k.value for k in kinds))
     with graph._lock:

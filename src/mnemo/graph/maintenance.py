@@ -356,7 +356,9 @@ def _decay_phase(
     """Decay, boost and prune the next ``limit`` memories after the decay cursor; (examined, phase done)."""
     rows = conn.execute(
         "SELECT seq, id, type, pinned, importance, base_importance, created_at, last_accessed_at, decayed_at"
-        f" FROM graph_memories WHERE seq > ? AND {_WHERE_SCOPE} AND forgotten = 0 ORDER BY seq"
+        # Unary + keeps the planner on the seq range instead of the scope index (which would sort the scope).
+        " FROM graph_memories WHERE seq > ? AND +user_id = ? AND +agent_id = ? AND +channel_id = ? AND forgotten = 0"
+        " ORDER BY seq"
         + ("" if limit is None else " LIMIT ?"),
         (state["decay_cursor"], *scope_params(graph.scope), *(() if limit is None else (limit,))),
     ).fetchall()
@@ -417,7 +419,7 @@ def _link_phase(
     rows = conn.execute(
         f"SELECT {_NEIGHBOUR_FIELDS}, v.vector FROM graph_memories m LEFT JOIN graph_vectors v"
         " ON v.memory_id = m.id AND v.model = ? AND v.dim = ?"
-        f" WHERE m.seq > ? AND m.user_id = ? AND m.agent_id = ? AND m.channel_id = ? ORDER BY m.seq"
+        " WHERE m.seq > ? AND +m.user_id = ? AND +m.agent_id = ? AND +m.channel_id = ? ORDER BY m.seq"
         + ("" if limit is None else " LIMIT ?"),
         (embedder.name, embedder.dim, state["link_cursor"], *scope_params(graph.scope),
          *(() if limit is None else (limit,))),
@@ -425,7 +427,7 @@ def _link_phase(
     live = [r for r in rows if r["vector"] is not None and not r["forgotten"]]
     if live:
         probes = np.frombuffer(b"".join(r["vector"] for r in live), dtype=np.float32).reshape(len(live), embedder.dim)
-        hits = graph._vectors.search_many(conn, graph.scope, embedder, probes, NEIGHBOURS + 1)
+        hits = graph._vectors.search_many(conn, graph.scope, embedder, probes, NEIGHBOURS + 1, rules.link_threshold)
         _connect(conn, graph, rules, live, hits, counts)
     done = limit is None or len(rows) < limit
     if rows:

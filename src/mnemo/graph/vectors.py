@@ -71,14 +71,14 @@ class VectorCache:
         return index.search(probe, k)
 
     def search_many(
-        self, conn: sqlite3.Connection, scope: Scope, embedder: Embedder, probes: np.ndarray, k: int
+        self, conn: sqlite3.Connection, scope: Scope, embedder: Embedder, probes: np.ndarray, k: int, min_score: float
     ) -> list[Hits]:
-        """:meth:`search` for each row of ``probes`` at once (one matrix product per block of rows)."""
+        """:meth:`search` for each row of ``probes`` at once, keeping scores of at least ``min_score``."""
         index = self._current(conn, scope, embedder)
         many = getattr(index, "search_many", None)
         if many is not None:
-            return many(probes, k)
-        return [index.search(probe, k) for probe in np.asarray(probes, dtype=np.float32)]
+            return many(probes, k, min_score)
+        return [[h for h in index.search(p, k) if h[1] >= min_score] for p in np.asarray(probes, dtype=np.float32)]
 
     def prefetch(
         self, conn: sqlite3.Connection, scope: Scope, embedder: Embedder, probe: Future[np.ndarray], k: int
