@@ -330,3 +330,16 @@ def test_bad_options_are_refused_naming_them(graph):
     for options, field in (({"budget": 0}, "budget"), ({"prune_below": 2}, "prune_below"), ({"now": -1}, "now")):
         with pytest.raises(InvalidArgument, match=field):
             graph.maintain(**options)
+
+
+def test_recall_does_not_follow_the_similarity_links_maintenance_made(vgraph):
+    seed = vgraph.remember("My dog lives in Paris")
+    neighbour = vgraph.remember("A dog, a puppy and a hound in Paris")
+    vgraph.maintain()
+    (edge,) = vgraph.associations()
+    assert edge.relation is Relation.RELATED_TO
+    found = {r.memory.id: r for r in vgraph.recall("lives")}
+    assert seed.id in found and neighbour.id not in found
+    vgraph.relate(neighbour.id, seed.id, "related_to")  # the same edge made by hand is followed
+    found = {r.memory.id: r for r in vgraph.recall("lives")}
+    assert found[neighbour.id].via == (seed.id, "related_to")

@@ -10,7 +10,10 @@
   ``prune_after_days`` is forgotten (soft: :meth:`MemoryGraph.unforget` brings it back), and the log says
   why.
 * **Associations.** Each memory written since the last pass gets a ``related_to`` edge to its nearest
-  neighbours (cosine >= ``link_threshold``, same scope; the vector index is per scope).
+  neighbours (cosine >= ``link_threshold``, same scope; the vector index is per scope), marked as made by
+  maintenance. Recall does not follow these: on LoCoMo following them cost 1.5 points of turn any@5, and
+  the vector channel already finds a memory's near neighbours. They are there to browse (``mnemo graph
+  show``) and for the agent's own ``relate``.
 * **Consolidation.** A neighbour at cosine >= ``merge_threshold`` with the same subject is a near-duplicate:
   the newer memory supersedes the older through an ``updates`` edge and takes over its access count,
   importance and pin; both stay in history. Unless the two differ in a number, a date, a negation or a
@@ -56,6 +59,7 @@ LINK_BATCH = 256
 # What a pass started with a session does at most per phase; the rest waits for the next session.
 SESSION_BUDGET = 1_000
 EXEMPT_TYPES = (MemoryType.IDENTITY.value,)
+LINK_ORIGIN = "maintenance"
 
 
 @dataclass(frozen=True, slots=True)
@@ -476,6 +480,10 @@ def _connect(
                     counts.merged += 1
                 continue
             graph._link(conn, memory["id"], other["id"], Relation.RELATED_TO, weight)
+            conn.execute(
+                "UPDATE graph_associations SET origin = ? WHERE source_id = ? AND target_id = ? AND relation = ?",
+                (LINK_ORIGIN, memory["id"], other["id"], Relation.RELATED_TO.value),
+            )
             counts.linked += 1
 
 

@@ -120,11 +120,13 @@ END;
 # ``importance`` is the base) and ``decayed_at`` the time decay was last applied up to. One row per scope in
 # ``graph_maintenance`` holds the pass in progress (its time and cursors, so a killed pass resumes) and the
 # lease that lets one process run it while the others skip; ``graph_maintenance_log`` is what passes did, so
-# a pruned or merged memory can be explained and undone. The rank and recent indexes serve the bulletin's per-type tops.
+# a pruned or merged memory can be explained and undone. An edge's ``origin`` is ``'maintenance'`` for the
+# similarity links a pass adds, which recall does not follow (see :mod:`mnemo.graph.recall`). The rank and recent indexes serve the bulletin's per-type tops.
 _V3 = """
 ALTER TABLE graph_memories ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE graph_memories ADD COLUMN base_importance REAL;
 ALTER TABLE graph_memories ADD COLUMN decayed_at REAL;
+ALTER TABLE graph_associations ADD COLUMN origin TEXT NOT NULL DEFAULT '';
 CREATE INDEX graph_memories_rank ON graph_memories (user_id, agent_id, channel_id, type, importance DESC, created_at DESC);
 CREATE INDEX graph_memories_recent ON graph_memories (user_id, agent_id, channel_id, type, created_at DESC);
 CREATE INDEX graph_memories_pinned ON graph_memories (user_id, agent_id, channel_id) WHERE pinned = 1;

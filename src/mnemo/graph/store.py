@@ -396,7 +396,9 @@ class MemoryGraph:
             raise InvalidArgument("relation", f"{target_id!r} already descends from {source_id!r}; an updates cycle")
         conn.execute(
             "INSERT INTO graph_associations (source_id, target_id, relation, weight, created_at)"
-            " VALUES (?, ?, ?, ?, ?) ON CONFLICT (source_id, target_id, relation) DO UPDATE SET weight = excluded.weight",
+            " VALUES (?, ?, ?, ?, ?) ON CONFLICT (source_id, target_id, relation)"
+            # An edge written through the API is the caller's own, even where maintenance had made it.
+            " DO UPDATE SET weight = excluded.weight, origin = ''",
             (source_id, target_id, relation.value, weight, self._clock()),
         )
 
