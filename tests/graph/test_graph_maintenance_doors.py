@@ -5,22 +5,10 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
-from mnemo.cli import main
 from mnemo.graph import MemoryGraph
-from mnemo.providers import GraphProvider
 from mnemo.tools.graph import REMEMBER_TOOL_SCHEMA
 
 DAY = 86_400.0
-
-
-@pytest.fixture
-def provider(tmp_path):
-    provider = GraphProvider()
-    provider.initialize("session-1", {"home": str(tmp_path)})
-    yield provider
-    provider.shutdown()
 
 
 def _call(provider, name, arguments):
@@ -60,18 +48,6 @@ def test_per_turn_context_marks_the_older_side_of_a_contradiction(provider):
     lines = provider.enrich_turn("when is the standup?", []).splitlines()
     assert "The standup is at 10" in lines[0] and "disputed" not in lines[0]
     assert "The standup is at 9" in lines[1] and "disputed: a newer memory says otherwise" in lines[1]
-
-
-@pytest.fixture
-def run(tmp_path, capsys):
-    home = str(tmp_path / "home")
-
-    def run(*argv: str) -> tuple[int, str, str]:
-        code = main(["--home", home, *argv])
-        captured = capsys.readouterr()
-        return code, captured.out, captured.err
-
-    return run
 
 
 def _json(run, *argv):

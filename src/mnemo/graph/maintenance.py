@@ -31,6 +31,7 @@ import re
 import sqlite3
 import time
 import uuid
+from collections import Counter
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -84,16 +85,6 @@ class MaintenanceReport:
         found = asdict(self)
         found["seconds"] = round(self.seconds, 3)
         return found
-
-
-@dataclass(slots=True)
-class _Counts:
-    decayed: int = 0
-    boosted: int = 0
-    pruned: int = 0
-    linked: int = 0
-    merged: int = 0
-    contradictions: int = 0
 
 
 # ---------------------------------------------------------------------------------------------- the guard
@@ -197,13 +188,13 @@ def maintain(
     if graph.embedder is not None:
         # Embedding is the graph's own deferred work; linking needs the new memories' vectors.
         graph.embed_pending(budget)
-    counts = _Counts()
+    counts: Counter[str] = Counter()
     if dry_run:
         with graph._write() as conn:
-            state = _state(conn, graph)
+            run = _Pass(graph, when, rules, _state(conn, graph), counts, None)
             try:
-                _decay_phase(conn, graph, when, rules, state, budget, counts, owner=None)
-                _link_phase(conn, graph, rules, state, budget, counts, owner=None)
+                _decay_phase(conn, run, budget)
+                _link_phase(conn, run, budget)
             finally:
                 conn.execute("ROLLBACK")
                 conn.execute("BEGIN")  # write_transaction commits on the way out: give it an empty one
@@ -222,14 +213,11 @@ def maintain(
                     (when, *scope_params(graph.scope)),
                 )
                 state["decay_cursor"] = 0
-        decayed_all = _in_batches(
-            lambda conn, limit: _decay_phase(conn, graph, when, rules, state, limit, counts, owner),
-            graph, lease, budget, DECAY_BATCH,
-        )  # fmt: skip
+        run = _Pass(graph, when, rules, state, counts, owner)
+        decayed_all = _in_batches(lambda conn, limit: _decay_phase(conn, run, limit), graph, lease, budget, DECAY_BATCH)
         linked_all = decayed_all and _in_batches(
-            lambda conn, limit: _link_phase(conn, graph, rules, state, limit, counts, owner),
-            graph, lease, budget, LINK_BATCH,
-        )  # fmt: skip
+            lambda conn, limit: _link_phase(conn, run, limit), graph, lease, budget, LINK_BATCH
+        )
         if linked_all:
             with graph._write() as conn:
                 conn.execute(
@@ -242,9 +230,9 @@ def maintain(
     return _report(counts, started, complete=linked_all)
 
 
-def _report(counts: _Counts, started: float, *, complete: bool, dry_run: bool = False) -> MaintenanceReport:
+def _report(counts: Counter[str], started: float, *, complete: bool, dry_run: bool = False) -> MaintenanceReport:
     return MaintenanceReport(
-        **asdict(counts), seconds=time.perf_counter() - started, complete=complete, dry_run=dry_run
+        **counts, seconds=time.perf_counter() - started, complete=complete, dry_run=dry_run
     )
 
 
@@ -347,17 +335,30 @@ def _log(conn: sqlite3.Connection, at: float, memory_id: str, action: str, other
     )
 
 
-def _decay_phase(
-    conn: sqlite3.Connection,
-    graph: MemoryGraph,
-    now: float,
-    rules: _Rules,
-    state: dict[str, Any],
-    limit: int | None,
-    counts: _Counts,
-    owner: str | None,
-) -> tuple[int, bool]:
+@dataclass(slots=True)
+class _Pass:
+    """One call's pass: its scope's graph, date, rules, cursors and counts; ``owner`` holds the lease (None:
+    a dry run, whose cursors are not saved)."""
+
+    graph: MemoryGraph
+    now: float
+    rules: _Rules
+    state: dict[str, Any]
+    counts: Counter[str]
+    owner: str | None
+
+    def advance(self, conn: sqlite3.Connection, cursor: str, seq: int) -> None:
+        """Move ``cursor`` (``decay_cursor`` or ``link_cursor``) past ``seq``, in the caller's transaction."""
+        self.state[cursor] = seq
+        if self.owner is not None:
+            conn.execute(
+                f"UPDATE graph_maintenance SET {cursor} = ? WHERE {_WHERE_SCOPE}", (seq, *scope_params(self.graph.scope))
+            )
+
+
+def _decay_phase(conn: sqlite3.Connection, run: _Pass, limit: int | None) -> tuple[int, bool]:
     """Decay, boost and prune the next ``limit`` memories after the decay cursor; (examined, phase done)."""
+    graph, now, rules, state, counts = run.graph, run.now, run.rules, run.state, run.counts
     rows = conn.execute(
         "SELECT seq, id, type, pinned, importance, base_importance, created_at, last_accessed_at, decayed_at"
         # Unary + keeps the planner on the seq range instead of the scope index (which would sort the scope).
@@ -374,13 +375,13 @@ def _decay_phase(
         level, applied = importance, decayed_at
         if accessed is not None and decayed_at is not None and accessed >= decayed_at and level < base:
             level = base
-            counts.boosted += 1
+            counts["boosted"] += 1
             applied = now
         since = max(decayed_at or 0.0, accessed or 0.0, created)
         days = (now - since) / DAY
         if days >= 1.0:
             level *= max((1.0 - DECAY_PER_DAY) ** days, 1.0 - MAX_DECAY_PER_PASS)
-            counts.decayed += 1
+            counts["decayed"] += 1
             applied = now
         if applied != decayed_at:
             updates.append((level, base, applied, memory_id))
@@ -392,31 +393,18 @@ def _decay_phase(
         "UPDATE graph_memories SET importance = ?, base_importance = ?, decayed_at = ? WHERE id = ?", updates
     )
     conn.executemany("UPDATE graph_memories SET forgotten = 1, updated_at = ? WHERE id = ?", [(now, i) for i in pruned])
-    counts.pruned += len(pruned)
-    done = limit is None or len(rows) < limit
+    counts["pruned"] += len(pruned)
     if rows:
-        state["decay_cursor"] = rows[-1][0]
-        if owner is not None:
-            conn.execute(
-                f"UPDATE graph_maintenance SET decay_cursor = ? WHERE {_WHERE_SCOPE}",
-                (state["decay_cursor"], *scope_params(graph.scope)),
-            )
-    return len(rows), done
+        run.advance(conn, "decay_cursor", rows[-1][0])
+    return len(rows), limit is None or len(rows) < limit
 
 
 _NEIGHBOUR_FIELDS = "m.seq, m.id, m.content, m.subject, m.forgotten, m.importance, m.base_importance, m.pinned, m.access_count, m.last_accessed_at"
 
 
-def _link_phase(
-    conn: sqlite3.Connection,
-    graph: MemoryGraph,
-    rules: _Rules,
-    state: dict[str, Any],
-    limit: int | None,
-    counts: _Counts,
-    owner: str | None,
-) -> tuple[int, bool]:
+def _link_phase(conn: sqlite3.Connection, run: _Pass, limit: int | None) -> tuple[int, bool]:
     """Link and consolidate the next ``limit`` memories written after the link cursor; (examined, done)."""
+    graph, rules, state = run.graph, run.rules, run.state
     embedder = graph.embedder
     if embedder is None:
         return 0, True  # nothing to compare by; the cursor waits for an embedder
@@ -432,16 +420,10 @@ def _link_phase(
     if live:
         probes = np.frombuffer(b"".join(r["vector"] for r in live), dtype=np.float32).reshape(len(live), embedder.dim)
         hits = graph._vectors.search_many(conn, graph.scope, embedder, probes, NEIGHBOURS + 1, rules.link_threshold)
-        _connect(conn, graph, rules, live, hits, counts)
-    done = limit is None or len(rows) < limit
+        _connect(conn, graph, rules, live, hits, run.counts)
     if rows:
-        state["link_cursor"] = rows[-1]["seq"]
-        if owner is not None:
-            conn.execute(
-                f"UPDATE graph_maintenance SET link_cursor = ? WHERE {_WHERE_SCOPE}",
-                (state["link_cursor"], *scope_params(graph.scope)),
-            )
-    return len(rows), done
+        run.advance(conn, "link_cursor", rows[-1]["seq"])
+    return len(rows), limit is None or len(rows) < limit
 
 
 def _connect(
@@ -450,7 +432,7 @@ def _connect(
     rules: _Rules,
     new: list[sqlite3.Row],
     hits: list[list[tuple[Any, float]]],
-    counts: _Counts,
+    counts: Counter[str],
 ) -> None:
     wanted = {str(i) for found in hits for i, score in found if score >= rules.link_threshold}
     others = _rows_by_id(conn, wanted)
@@ -473,18 +455,18 @@ def _connect(
                 if reason is not None:
                     graph._link(conn, memory["id"], other["id"], Relation.CONTRADICTS, weight)
                     _log(conn, now, other["id"], "contradicted", memory["id"], f"differs in a {reason}")
-                    counts.contradictions += 1
+                    counts["contradictions"] += 1
                 else:
                     _merge(conn, graph, memory, other, now, weight)
                     gone.add(other["id"])
-                    counts.merged += 1
+                    counts["merged"] += 1
                 continue
             graph._link(conn, memory["id"], other["id"], Relation.RELATED_TO, weight)
             conn.execute(
                 "UPDATE graph_associations SET origin = ? WHERE source_id = ? AND target_id = ? AND relation = ?",
                 (LINK_ORIGIN, memory["id"], other["id"], Relation.RELATED_TO.value),
             )
-            counts.linked += 1
+            counts["linked"] += 1
 
 
 def _merge(conn: sqlite3.Connection, graph: MemoryGraph, newer: sqlite3.Row, older: sqlite3.Row, now: float, weight: float) -> None:
