@@ -10,10 +10,12 @@ from typing import Any
 from .._time import iso
 from ..embeddings import named_embedder
 from ..errors import InvalidArgument
+from ..graph.bulletin import synthesize_with
 from ..graph.maintenance import maintenance_log
 from ..graph.store import MemoryGraph
 from ..graph.transfer import export_json, export_markdown, import_json
 from ..graph.types import MemoryType, Relation
+from ..providers.graph import bulletin_model
 from ._output import CliError, lines, print_json, print_table
 from ._settings import settings_for
 
@@ -197,8 +199,12 @@ def _maintain(args: argparse.Namespace) -> int:
         report = graph.maintain(
             dry_run=args.dry_run, prune_below=settings.prune_below, prune_after_days=settings.prune_after_days
         )
+        synthesized = (
+            settings.bulletin_llm and not args.dry_run and report.complete and report.skipped is None
+            and synthesize_with(graph, lambda: bulletin_model(settings), settings.bulletin_chars)
+        )  # fmt: skip
     if args.json:
-        print_json({"success": report.skipped is None, **report.as_dict()})
+        print_json({"success": report.skipped is None, **report.as_dict(), "bulletin_synthesized": bool(synthesized)})
         return 0 if report.skipped is None else 1
     if report.skipped is not None:
         raise CliError(f"maintenance skipped: {report.skipped} (another process is running a pass)")
@@ -319,3 +325,4 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
 
     stats = actions.add_parser("stats", parents=parents, help="counts by type and relation")
     stats.set_defaults(handler=_stats)
+

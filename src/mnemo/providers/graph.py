@@ -20,7 +20,7 @@ from .._time import iso
 from ..database import database_path, refuse_old_config_key
 from ..embeddings import named_embedder
 from ..errors import ConfigError, MnemoError
-from ..graph.bulletin import render_bulletin
+from ..graph.bulletin import session_bulletin, synthesize_with
 from ..graph.maintenance import SESSION_BUDGET, maintain
 from ..graph.migrate_curated import TARGET_TYPES, curated_source, import_curated
 from ..graph.store import MemoryGraph
@@ -30,6 +30,7 @@ from ..tools.graph import GRAPH_TOOL_NAMES, GRAPH_TOOL_SCHEMAS, handle_graph_cal
 if TYPE_CHECKING:
     from ..config import Settings
     from ..embeddings.protocol import Embedder
+    from ..llm.protocol import LLM
 
 log = logging.getLogger("mnemo.graph")
 
@@ -75,6 +76,8 @@ class GraphProvider:
         # Session-start maintenance (off unless from_settings or the caller sets it) and the bulletin.
         self.maintenance: dict[str, Any] = {"interval_hours": 0.0}
         self.bulletin_chars = 0
+        # Makes the model that condenses the bulletin after a pass (None: the plain render only).
+        self.synthesizer: Callable[[], LLM] | None = None
         self._bulletin = ""
 
     @classmethod
@@ -99,6 +102,8 @@ class GraphProvider:
             "prune_after_days": settings.prune_after_days,
         }
         provider.bulletin_chars = settings.bulletin_chars
+        if settings.bulletin_llm:
+            provider.synthesizer = lambda: bulletin_model(settings)
         provider._defaults = {"database": str(settings.database_path), "memories_dir": str(settings.memories_dir)}
         # The settings' scope is the whole AgentMemory's (the archive's too): a provider table cannot split it.
         provider._scope = settings.scope
@@ -155,7 +160,7 @@ class GraphProvider:
             if imported:
                 log.info("graph: imported %d curated entries", imported)
         self._start_maintenance()
-        self._bulletin = render_bulletin(self.graph, self.bulletin_chars) if self.bulletin_chars > 0 else ""
+        self._bulletin = self._render_bulletin()
 
     def _start_maintenance(self) -> None:
         """A bounded maintenance pass when one is due; a failure is logged, never fatal to the session."""
@@ -166,6 +171,17 @@ class GraphProvider:
             return
         if report.skipped is None:
             log.info("graph: maintenance %s", report.as_dict())
+            if report.complete and self.synthesizer is not None and self.bulletin_chars > 0:
+                synthesize_with(self.graph, self.synthesizer, self.bulletin_chars)
+
+    def _render_bulletin(self) -> str:
+        if self.bulletin_chars <= 0:
+            return ""
+        try:
+            return session_bulletin(self.graph, self.bulletin_chars, synthesized=self.synthesizer is not None)
+        except (MnemoError, sqlite3.Error) as exc:
+            log.warning("graph: no bulletin this session: %s", exc)
+            return ""
 
     def bulletin(self) -> str:
         """The bulletin rendered when this session started (frozen: "" when off or empty)."""
@@ -268,3 +284,11 @@ def _context_line(memory: Memory, status: str | None = None) -> str:
     note = f" · {status}: a newer memory says otherwise" if status else ""
     content = " ".join(memory.content.split())
     return f"- [{memory.type.value} · {date}{about}{note}] {content}"
+
+
+def bulletin_model(settings: Settings) -> LLM:
+    """The configured model that condenses the bulletin (raises LLMNotConfigured when none is)."""
+    # Imported here: the OpenAI client costs a noticeable import, and only bulletin synthesis needs it.
+    from ..llm.openai_compatible import OpenAICompatibleLLM
+
+    return OpenAICompatibleLLM.from_settings(settings)
