@@ -93,23 +93,30 @@ def render_bulletin(graph: MemoryGraph, chars: int = DEFAULT_BULLETIN_CHARS) -> 
 
 def _lines(graph: MemoryGraph, kinds: tuple[MemoryType, ...]) -> list[tuple[bool, str]]:
     """Candidate lines of one section, best first, as ``(pinned, line)``; scanned, deduplicated."""
-    marks = ", ".join("?" * len(kinds))
     recency_first = kinds == (MemoryType.EVENT,)
-    # Orders an index holds (ties: its rowid order), so the top few are read without sorting the section.
+    # One type per query, in an order an index holds (ties: its rowid order), so the top few are read
+    # without sorting the type; a two-type section merges the two tops.
     order = "m.created_at DESC" if recency_first else "m.importance DESC, m.created_at DESC"
-    where = f"WHERE {SCOPE_CLAUSE} AND m.type IN ({marks}) AND m.forgotten = 0{_UNDISPUTED}"
-    params = (*scope_params(graph.scope), *(k.value for k in kinds))
+    alive = f"m.forgotten = 0{_UNDISPUTED}"
+    rows = []
     with graph._lock:
-        pinned = graph._conn.execute(
-            f"{SELECT_MEMORY} {where} AND m.pinned = 1 ORDER BY m.created_at DESC, m.seq DESC", params
+        rows += graph._conn.execute(
+            f"{SELECT_MEMORY} INDEXED BY graph_memories_pinned WHERE {SCOPE_CLAUSE} AND m.pinned = 1 AND {alive}"
+            f" AND m.type IN ({', '.join('?' * len(kinds))}) ORDER BY m.created_at DESC, m.id",
+            (*scope_params(graph.scope), *(k.value for k in kinds)),
         ).fetchall()
-        ranked = graph._conn.execute(
-            f"{SELECT_MEMORY} {where} AND m.pinned = 0 ORDER BY {order} LIMIT ?", (*params, SECTION_LINES * _SLACK)
-        ).fetchall()
+        for kind in kinds:
+            rows += graph._conn.execute(
+                f"{SELECT_MEMORY} WHERE {SCOPE_CLAUSE} AND m.type = ? AND m.pinned = 0 AND {alive}"
+                f" ORDER BY {order} LIMIT ?",
+                (*scope_params(graph.scope), kind.value, SECTION_LINES * _SLACK),
+            ).fetchall()
+    memories = [row_to_memory(row) for row in rows]
+    if len(kinds) > 1:
+        memories.sort(key=lambda m: (not m.pinned, -m.importance, -m.created_at, m.id))
     found: list[tuple[bool, str]] = []
     seen: set[str] = set()
-    for row in (*pinned, *ranked):
-        memory = row_to_memory(row)
+    for memory in memories:
         if memory.superseded:
             continue
         line = _line(memory, dated=recency_first)
