@@ -32,7 +32,7 @@ from .curated import (
 )
 from .database import DATABASE_FILENAME, DatabaseTooNew, ForeignDatabase
 from .errors import ConfigError, InvalidArgument, MnemoError, TierUnavailable
-from .graph import Association, Memory, MemoryNotFound, MemoryType, Relation
+from .graph import Association, MaintenanceReport, Memory, MemoryNotFound, MemoryType, Relation
 from .graph.recalled import RecalledMemory
 from .llm import (
     LLM,
@@ -106,6 +106,7 @@ __all__ = [
     "InvalidArgument",
     "LLMError",
     "LLMNotConfigured",
+    "MaintenanceReport",
     "Memory",
     "MemoryFileDrifted",
     "MemoryNotFound",
