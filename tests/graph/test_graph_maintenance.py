@@ -343,3 +343,16 @@ def test_recall_does_not_follow_the_similarity_links_maintenance_made(vgraph):
     vgraph.relate(neighbour.id, seed.id, "related_to")  # the same edge made by hand is followed
     found = {r.memory.id: r for r in vgraph.recall("lives")}
     assert found[neighbour.id].via == (seed.id, "related_to")
+
+
+def test_a_bounded_pass_never_embeds_and_links_only_what_is_embedded(db_path, clock):
+    embedder = ConceptEmbedder()
+    with MemoryGraph(db_path, clock=clock, embedder=embedder) as graph:
+        graph.remember("My dog lives in Paris")
+        graph.embed_pending()
+        graph.remember("A dog, a puppy and a hound in Paris")
+        calls = len(embedder.calls)
+        assert graph.maintain(budget=100).linked == 0  # the second memory waits for its vector
+        assert len(embedder.calls) == calls
+        graph.embed_pending()
+        assert graph.maintain(budget=100).linked == 1  # and is linked once it has one

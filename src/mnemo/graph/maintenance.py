@@ -21,7 +21,9 @@
 
 A pass runs under a lease (one row per scope, taken in a write transaction, with an expiry): one process
 runs, the others skip, and a killed pass's lease runs out. Work is committed in batches together with the
-cursors, so a pass that is killed, or stops at its work budget, resumes where it stopped.
+cursors, so a pass that is killed, or stops at its work budget, resumes where it stopped. A bounded pass (the
+one a session starts) never runs the embedding model: the link cursor waits at the first memory without a
+vector until recall or an unbounded pass has embedded it.
 """
 
 from __future__ import annotations
@@ -185,9 +187,10 @@ def maintain(
             return MaintenanceReport(skipped="off")
         if not _due(graph, when, interval_hours):
             return MaintenanceReport(skipped="not due", seconds=time.perf_counter() - started)
-    if graph.embedder is not None:
-        # Embedding is the graph's own deferred work; linking needs the new memories' vectors.
-        graph.embed_pending(budget)
+    if graph.embedder is not None and budget is None:
+        # Linking needs the new memories' vectors. A bounded pass (a session start) does not embed: the model
+        # is slow (about 65 texts/s), so it links what recall has embedded and leaves the rest for later.
+        graph.embed_pending()
     counts: Counter[str] = Counter()
     if dry_run:
         with graph._write() as conn:
@@ -416,14 +419,17 @@ def _link_phase(conn: sqlite3.Connection, run: _Pass, limit: int | None) -> tupl
         (embedder.name, embedder.dim, state["link_cursor"], *scope_params(graph.scope),
          *(() if limit is None else (limit,))),
     ).fetchall()  # fmt: skip
-    live = [r for r in rows if r["vector"] is not None and not r["forgotten"]]
+    waiting = next((i for i, r in enumerate(rows) if r["vector"] is None and not r["forgotten"]), None)
+    if waiting is not None:
+        rows = rows[:waiting]  # the cursor stops before the first memory not embedded yet
+    live = [r for r in rows if not r["forgotten"]]
     if live:
         probes = np.frombuffer(b"".join(r["vector"] for r in live), dtype=np.float32).reshape(len(live), embedder.dim)
         hits = graph._vectors.search_many(conn, graph.scope, embedder, probes, NEIGHBOURS + 1, rules.link_threshold)
         _connect(conn, graph, rules, live, hits, run.counts)
     if rows:
         run.advance(conn, "link_cursor", rows[-1]["seq"])
-    return len(rows), limit is None or len(rows) < limit
+    return len(rows), waiting is not None or limit is None or len(rows) < limit
 
 
 def _connect(
