@@ -356,3 +356,10 @@ def test_a_bounded_pass_never_embeds_and_links_only_what_is_embedded(db_path, cl
         assert len(embedder.calls) == calls
         graph.embed_pending()
         assert graph.maintain(budget=100).linked == 1  # and is linked once it has one
+
+
+def test_a_new_version_of_a_faded_memory_starts_from_the_original_importance(graph, clock):
+    memory = graph.remember("The office is on the third floor", "fact", importance=0.8)
+    clock.advance(10 * DAY)
+    graph.maintain()
+    assert graph.replace(memory.id, "The office is on the fourth floor").importance == 0.8

@@ -552,7 +552,8 @@ class MemoryGraph:
             if given_importance is not None:
                 new_importance = given_importance
             else:
-                new_importance = old.importance if new_kind is old.type else new_kind.default_importance
+                # A new version starts from the weight the old one was written with, not what it has decayed to.
+                new_importance = old.original_importance if new_kind is old.type else new_kind.default_importance
             memory_id = self._insert(
                 conn, text, new_kind, new_importance,
                 old.source if source is None else source, old.subject if subject is None else subject,
