@@ -45,7 +45,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "ConfigError", "InvalidArgument", "MnemoError", "StorageUnavailable", "TierUnavailable",
     ),
     ".graph": (
-        "Association", "Memory", "MemoryNotFound", "MemoryType", "Relation",
+        "Association", "MaintenanceReport", "Memory", "MemoryNotFound", "MemoryType", "Relation",
     ),
     ".graph.recalled": (
         "RecalledMemory",
@@ -129,6 +129,7 @@ if TYPE_CHECKING:
     )
     from .graph import (
         Association,
+        MaintenanceReport,
         Memory,
         MemoryNotFound,
         MemoryType,
@@ -219,6 +220,7 @@ __all__ = [
     "LLMNotConfigured",
     "MEMORY_CONTEXT_TAG",
     "MEMORY_TOOL_SCHEMA",
+    "MaintenanceReport",
     "Memory",
     "MemoryFileDrifted",
     "MemoryNotFound",

@@ -157,11 +157,9 @@ class AgentMemory(TypedMemoryAPI):
                 raise SessionStateError(f"session {self._session_key!r} already started; use a new AgentMemory")
             self.store.load()
             self._session_key = session_key
-            self._system_prompt = "\n\n".join(
-                block for block in (self.store.render_snapshot("memory"), self.store.render_snapshot("user")) if block
-            )
             self.registry.initialize_all(session_key, self.settings.providers)
             self._take_stock()
+            self._system_prompt = "\n\n".join(text for _, text in self.prompt_blocks())
 
     def _take_stock(self) -> None:
         """Refuse to run without mnemo's own storage, unless allowed; else note what is missing."""
@@ -189,6 +187,17 @@ class AgentMemory(TypedMemoryAPI):
         """What is not working this session and why (empty when all is well); see :mod:`mnemo.degraded`."""
         return self._degraded
 
+    def prompt_blocks(self) -> list[tuple[str, str]]:
+        """The system prompt's blocks by name, non-empty ones only: the frozen curated ``memory`` and
+        ``user`` snapshots, then the graph's ``bulletin`` (rendered when the session started)."""
+        graph = next((p for p in self.registry.providers if isinstance(p, GraphProvider)), None)
+        blocks = [
+            ("memory", self.store.render_snapshot("memory")),
+            ("user", self.store.render_snapshot("user")),
+            ("bulletin", graph.bulletin() if graph is not None else ""),
+        ]
+        return [(name, text) for name, text in blocks if text]
+
     def _frozen_entries(self) -> tuple[str, ...]:
         """Entries already in the frozen prompt, so providers need not repeat them per turn."""
         return self.store.frozen_entries("memory") + self.store.frozen_entries("user")
@@ -198,7 +207,8 @@ class AgentMemory(TypedMemoryAPI):
             raise SessionStateError("call start_session() first" if not self._closed else "this AgentMemory is closed")
 
     def system_prompt(self) -> str:
-        """The frozen curated blocks; byte-identical for the whole session ("" when memory is empty)."""
+        """The frozen curated blocks and the graph's bulletin; byte-identical for the whole session ("" when
+        memory is empty)."""
         self._require_session()
         assert self._system_prompt is not None
         return self._system_prompt

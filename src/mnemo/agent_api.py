@@ -99,8 +99,10 @@ class TypedMemoryAPI:
         importance: float | None = None,
         subject: str = "",
         relations: Iterable[Link] = (),
+        pin: bool = False,
     ) -> Memory:
-        """Save one memory in this session's scope and return it as stored.
+        """Save one memory in this session's scope and return it as stored (``pin``: it never fades or is
+        pruned, and always makes the bulletin).
 
         ``type`` is a :class:`~mnemo.graph.MemoryType` (or its name); ``importance`` 0..1 defaults by
         type; ``subject`` names who it is about (``"user"``, a person's name); ``relations`` are edges to
@@ -109,7 +111,7 @@ class TypedMemoryAPI:
         :class:`~mnemo.graph.BlockedContent` and nothing is saved.
         """
         return self._graph().remember(
-            content, type, importance=importance, subject=subject, relations=list(relations)
+            content, type, importance=importance, subject=subject, relations=list(relations), pin=pin
         )
 
     recall = _on_graph(recall_memories)

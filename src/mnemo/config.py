@@ -67,6 +67,14 @@ class Settings(BaseModel):
     archive_enabled: bool = True
     graph_enabled: bool = True
     graph_context_chars: int = Field(1500, ge=0)
+    # graph maintenance (decay, pruning, links, merges) at session start when due (0: never), and the
+    # bulletin frozen into the system prompt (0 characters: none)
+    maintenance_interval_hours: float = Field(24.0, ge=0)
+    prune_below: float = Field(0.1, ge=0, le=1)
+    prune_after_days: float = Field(30.0, ge=0)
+    bulletin_chars: int = Field(1500, ge=0)
+    # let the configured model condense the bulletin, during maintenance passes only
+    bulletin_llm: bool = False
     # "minilm": local all-MiniLM-L6-v2 vectors beside full text; "none": full text (and edges) only.
     # The archive defaults to none: every message would need a vector, held in memory to search.
     graph_embedder: Literal["minilm", "none"] = "minilm"

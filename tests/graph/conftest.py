@@ -6,7 +6,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from mnemo.cli import main
 from mnemo.graph import MemoryGraph
+from mnemo.providers import GraphProvider
 
 from ._support import Clock
 
@@ -25,3 +27,25 @@ def db_path(tmp_path):
 def graph(db_path, clock) -> Iterator[MemoryGraph]:
     with MemoryGraph(db_path, clock=clock) as opened:
         yield opened
+
+
+@pytest.fixture
+def provider(tmp_path) -> Iterator[GraphProvider]:
+    """A graph provider on a fresh home, shut down after the test."""
+    opened = GraphProvider()
+    opened.initialize("session-1", {"home": str(tmp_path)})
+    yield opened
+    opened.shutdown()
+
+
+@pytest.fixture
+def run(tmp_path, capsys):
+    """``mnemo`` on a fresh home: ``run(*argv)`` gives the exit code, stdout and stderr."""
+    home = str(tmp_path / "home")
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        code = main(["--home", home, *argv])
+        captured = capsys.readouterr()
+        return code, captured.out, captured.err
+
+    return run

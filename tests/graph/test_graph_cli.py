@@ -12,18 +12,6 @@ import pytest
 from mnemo.cli import main
 
 
-@pytest.fixture
-def run(tmp_path, capsys):
-    home = str(tmp_path / "home")
-
-    def run(*argv: str) -> tuple[int, str, str]:
-        code = main(["--home", home, *argv])
-        captured = capsys.readouterr()
-        return code, captured.out, captured.err
-
-    return run
-
-
 def _json(run, *argv):
     code, out, err = run(*argv, "--json")
     assert code == 0, err

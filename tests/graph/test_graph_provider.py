@@ -12,14 +12,6 @@ from mnemo.providers import GraphProvider, MemoryProvider, ProviderRegistry
 from mnemo.providers.protocol import ProviderCapabilities
 
 
-@pytest.fixture
-def provider(tmp_path):
-    provider = GraphProvider()
-    provider.initialize("session-1", {"home": str(tmp_path)})
-    yield provider
-    provider.shutdown()
-
-
 def _call(provider, name, arguments):
     return json.loads(provider.handle_tool_call(name, arguments))
 

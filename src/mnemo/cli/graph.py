@@ -1,4 +1,4 @@
-"""``mnemo graph``: add, recall, relate, forget, show, export, import, count and embed memories from a shell."""
+"""``mnemo graph``: add, recall, relate, forget, show, export, import, count, embed, pin and maintain memories from a shell."""
 
 from __future__ import annotations
 
@@ -12,9 +12,12 @@ from ..archive import SessionArchive
 from ..curated.files import atomic_write
 from ..embeddings import named_embedder
 from ..errors import InvalidArgument
+from ..graph.bulletin import synthesize_with
+from ..graph.maintenance import maintenance_log
 from ..graph.store import MemoryGraph
 from ..graph.transfer import export_data, export_json, export_markdown, import_json
 from ..graph.types import MemoryType, Relation
+from ..providers.graph import bulletin_model
 from ._output import CliError, lines, print_json, print_table, progress
 from ._settings import settings_for
 
@@ -135,6 +138,7 @@ def _show(args: argparse.Namespace) -> int:
                 "memory": memory.as_dict(),
                 "associations": [e.as_dict() for e in edges],
                 "history": [m.as_dict() for m in chain],
+                "maintenance": maintenance_log(graph, memory.id),
             }
             if args.json:
                 print_json(payload)
@@ -145,6 +149,8 @@ def _show(args: argparse.Namespace) -> int:
                 lines(["", "associations:"] + [f"  {e.source_id} {e.relation.value} {e.target_id} ({e.weight:g})" for e in edges])
             if len(chain) > 1:
                 lines(["", "versions (newest first):"] + [f"  {m.id}  {(iso(m.created_at) or '')[:10]}  {m.content}" for m in chain])
+            if payload["maintenance"]:
+                lines(["", "maintenance:"] + [f"  {e['at']}  {e['action']} {e['other'] or ''}  {e['detail']}" for e in payload["maintenance"]])
             return 0
         memories = graph.memories(types=args.type or None, include_forgotten=args.all, include_superseded=args.all)
     if args.json:
@@ -166,6 +172,52 @@ def _show(args: argparse.Namespace) -> int:
         print_table(rows, _with_subject(rows, ["id", "type", "importance", "created", "state", "content"]))
     else:
         lines(["no memories"])
+    return 0
+
+
+def _pin(args: argparse.Namespace) -> int:
+    with _graph(args) as graph:
+        for memory_id in args.ids:
+            graph.get(memory_id)  # all ids must exist before any changes
+        memories = [graph.pin(memory_id, args.pinned) for memory_id in args.ids]
+    verb = "pinned" if args.pinned else "unpinned"
+    if args.json:
+        print_json({"success": True, "pinned": args.pinned, "memories": [m.as_dict() for m in memories]})
+    else:
+        lines([f"{verb} {m.id}" for m in memories])
+    return 0
+
+
+def _unforget(args: argparse.Namespace) -> int:
+    with _graph(args) as graph:
+        for memory_id in args.ids:
+            graph.get(memory_id)
+        memories = [graph.unforget(memory_id) for memory_id in args.ids]
+    if args.json:
+        print_json({"success": True, "memories": [m.as_dict() for m in memories]})
+    else:
+        lines([f"recalled again: {m.id} (importance {m.importance:g})" for m in memories])
+    return 0
+
+
+def _maintain(args: argparse.Namespace) -> int:
+    settings = settings_for(args)
+    with _graph(args) as graph:
+        report = graph.maintain(
+            dry_run=args.dry_run, prune_below=settings.prune_below, prune_after_days=settings.prune_after_days
+        )
+        synthesized = (
+            settings.bulletin_llm and not args.dry_run and report.complete and report.skipped is None
+            and synthesize_with(graph, lambda: bulletin_model(settings), settings.bulletin_chars)
+        )  # fmt: skip
+    if args.json:
+        print_json({"success": report.skipped is None, **report.as_dict(), "bulletin_synthesized": bool(synthesized)})
+        return 0 if report.skipped is None else 1
+    if report.skipped is not None:
+        raise CliError(f"maintenance skipped: {report.skipped} (another process is running a pass)")
+    rows = [{"": key, "count": getattr(report, key)} for key in ("decayed", "boosted", "pruned", "linked", "merged", "contradictions")]
+    title = "maintenance (dry run)" if report.dry_run else "maintenance"
+    print_table(rows, ["", "count"], title=f"{title}, {report.seconds:.2f} s")
     return 0
 
 
@@ -328,6 +380,20 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     show.add_argument("--type", action="append", help="only this type (repeatable)")
     show.add_argument("--all", action="store_true", help="include forgotten and superseded memories")
     show.set_defaults(handler=_show)
+
+    for name, pinned, text in (("pin", True, "pin memories: they never fade or prune, and always make the bulletin"),
+                               ("unpin", False, "unpin memories")):  # fmt: skip
+        pin = actions.add_parser(name, parents=parents, help=text)
+        pin.add_argument("ids", nargs="+", metavar="ID")
+        pin.set_defaults(handler=_pin, pinned=pinned)
+
+    unforget = actions.add_parser("unforget", parents=parents, help="recall forgotten or pruned memories again")
+    unforget.add_argument("ids", nargs="+", metavar="ID")
+    unforget.set_defaults(handler=_unforget)
+
+    maintain = actions.add_parser("maintain", parents=parents, help="run a maintenance pass now: decay, prune, link, merge")
+    maintain.add_argument("--dry-run", action="store_true", help="report what a pass would do; change nothing")
+    maintain.set_defaults(handler=_maintain)
 
     export = actions.add_parser("export", parents=parents, help="write the graph as Markdown or JSON")
     export.add_argument("--format", choices=("markdown", "json"), help="default: json for a .json file or with --json alone, else markdown")

@@ -18,6 +18,8 @@ import numpy as np
 from mnemo.errors import InvalidArgument
 
 _INITIAL_CAPACITY = 1024
+# Queries scored per matrix product by search_many: 128 x 100k float32 scores is 51 MB.
+_QUERY_BLOCK = 128
 
 
 @runtime_checkable
@@ -126,6 +128,31 @@ class BruteForceIndex:
             if len(allowed) * 8 < count:
                 return self._search_rows(vector, k, allowed)
             return self._search_ranked(vector, k, allowed, count)
+
+    def search_many(
+        self, queries: np.ndarray, k: int, min_score: float = -1.0
+    ) -> list[list[tuple[Hashable, float]]]:
+        """:meth:`search` for each row of ``queries`` (no ``allowed_ids``), keeping only scores of at least
+        ``min_score``, as one matrix product per block of queries: maintenance links a thousand new memories
+        at once, where a product per query would cost a pass over the whole matrix each."""
+        matrix = _as_matrix(queries, self.dim, "queries")
+        if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+            raise InvalidArgument("k", "must be a non-negative integer")
+        found: list[list[tuple[Hashable, float]]] = [[] for _ in range(matrix.shape[0])]
+        with self._lock:
+            count = len(self._ids)
+            if k == 0 or count == 0:
+                return found
+            for start in range(0, matrix.shape[0], _QUERY_BLOCK):
+                scores = matrix[start : start + _QUERY_BLOCK] @ self._matrix[:count].T
+                # A threshold keeps a handful of candidates per row: cheaper than partitioning every row.
+                rows, columns = np.nonzero(scores >= min_score) if min_score > -1.0 else np.indices(scores.shape).reshape(2, -1)
+                for row, column in zip(rows.tolist(), columns.tolist(), strict=True):
+                    found[start + row].append((column, float(scores[row, column])))
+            for index, hits in enumerate(found):
+                hits.sort(key=lambda hit: (-hit[1], hit[0]))
+                found[index] = [(self._ids[column], score) for column, score in hits[:k]]
+        return found
 
     def _search_rows(
         self, vector: np.ndarray, k: int, allowed: Collection[Hashable]

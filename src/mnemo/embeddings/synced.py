@@ -121,6 +121,10 @@ def snapshot(conn: sqlite3.Connection) -> Iterator[None]:
         conn.execute("COMMIT")
 
 
+# Probes scored against the file in one matrix product: bounds the score matrix to a few tens of MB.
+_PROBE_BLOCK = 128
+
+
 class SyncedVectors:
     """One partition's vectors: a mapped file (when ``path`` is given and usable) and rows in memory.
 
@@ -363,6 +367,48 @@ class SyncedVectors:
         self._memory = BruteForceIndex(self.source.dim)
         self._dead = set()
         self.version += 1
+
+    def search_many(
+        self, conn: sqlite3.Connection, probes: np.ndarray, k: int, min_score: float
+    ) -> list[list[tuple[Hashable, float]]]:
+        """:meth:`search` for each row of ``probes``, keeping scores of at least ``min_score``: one matrix
+        product per block of probes over the mapped rows (maintenance links a thousand new memories at once,
+        where a product per probe would pass over the whole file each time), every hit verified against the
+        database. A damaged file falls back to one :meth:`search` per probe, which rebuilds it."""
+        matrix = np.asarray(probes, dtype=np.float32).reshape(-1, self.source.dim)
+        with self._lock:
+            mapped, dead = self._mapped, set(self._dead)
+        found: list[list[tuple[int, float, int]]] = [[] for _ in range(len(matrix))]
+        if mapped is not None and len(mapped.rows):
+            vectors, seqs = mapped.rows["vector"], mapped.rows["seq"]
+            for start in range(0, len(matrix), _PROBE_BLOCK):
+                scores = matrix[start : start + _PROBE_BLOCK] @ vectors.T
+                rows, columns = np.nonzero(scores >= min_score)
+                for row, column in zip(rows.tolist(), columns.tolist()):
+                    if column not in dead:
+                        found[start + row].append((int(seqs[column]), float(scores[row, column]), column))
+        for index, probe in enumerate(matrix):
+            found[index] += [(int(seq), score, -1) for seq, score in self._memory.search(probe, k) if score >= min_score]
+        wanted = {seq for hits in found for seq, _, _ in hits}
+        owners = self.source.owners(conn, sorted(wanted)) if wanted else {}
+        results: list[list[tuple[Hashable, float]]] = []
+        for hits in found:
+            hits.sort(key=lambda hit: (-hit[1], hit[0]))
+            kept: list[tuple[Hashable, float]] = []
+            for seq, score, row in hits:
+                owner = owners.get(seq)
+                if owner is None:
+                    continue  # a purged or replaced vector: its row is stale
+                if row >= 0 and mapped is not None:
+                    stored = mapped.rows[row]
+                    if int(stored["owner"]) != owner_hash(owner) or not row_is_intact(stored):
+                        self._damaged(mapped, f"row {row} (seq {seq}) does not match the database")
+                        return [[h for h in self.search(conn, p, k) if h[1] >= min_score] for p in matrix]
+                kept.append((owner, score))
+                if len(kept) == k:
+                    break
+            results.append(kept)
+        return results
 
     def search(
         self, conn: sqlite3.Connection, probe: np.ndarray, k: int, ahead: Candidates | None = None

@@ -1,7 +1,9 @@
 """The memory graph: unbounded typed memories with importance, timestamps and typed associations,
 found by hybrid full-text + vector + graph recall, without an LLM on the write or read path."""
 
+from .bulletin import render_bulletin
 from .errors import BlockedContent, ImportConflict, MemoryNotFound
+from .maintenance import MaintenanceReport
 from .migrate_curated import import_curated
 from .recall import RecallResult
 from .store import MemoryGraph, RestoreCounts
@@ -22,6 +24,7 @@ __all__ = [
     "Association",
     "BlockedContent",
     "ImportConflict",
+    "MaintenanceReport",
     "Memory",
     "MemoryGraph",
     "MemoryNotFound",
@@ -34,4 +37,5 @@ __all__ = [
     "export_markdown",
     "import_curated",
     "import_json",
+    "render_bulletin",
 ]

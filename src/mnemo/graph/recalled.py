@@ -27,7 +27,8 @@ DEFAULT_RECALL_LIMIT = 8
 class RecalledMemory:
     """One memory found by recall: what it says and what kind it is, how well it matched (``score``, higher
     is better), and what recall knows of it (importance, who it is about, when and where it was written,
-    which channels found it, the newer version that supersedes it if any). Times are Unix seconds."""
+    which channels found it, the newer version that supersedes it if any). ``status`` is ``"superseded"`` or
+    ``"disputed"`` when a newer memory (``newer_id``) updates or contradicts it. Times are Unix seconds."""
 
     id: str
     content: str
@@ -39,6 +40,8 @@ class RecalledMemory:
     source: str
     found_by: tuple[str, ...]
     superseded_by: str | None = None
+    status: str | None = None
+    newer_id: str | None = None
 
     @classmethod
     def from_result(cls, result: RecallResult) -> RecalledMemory:
@@ -55,6 +58,8 @@ class RecalledMemory:
             source=memory.source,
             found_by=tuple(sorted(result.channels)),
             superseded_by=memory.superseded_by,
+            status=result.status,
+            newer_id=result.newer_id,
         )
 
     def as_tool_dict(self) -> dict[str, Any]:
@@ -72,6 +77,10 @@ class RecalledMemory:
             item["subject"] = self.subject
         if self.superseded_by:
             item["superseded_by"] = self.superseded_by
+        if self.status is not None:
+            # "superseded" or "disputed": a newer memory (``newer``) says otherwise; trust that one.
+            item["status"] = self.status
+            item["newer"] = self.newer_id
         return item
 
 

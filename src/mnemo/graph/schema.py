@@ -115,7 +115,47 @@ ON graph_memories BEGIN{_UNCOUNT_OLD}{_COUNT_NEW}
 END;
 """
 
-MIGRATIONS: tuple[_db.Migration, ...] = (_V1, _V2)
+# Maintenance (see :mod:`mnemo.graph.maintenance`): ``pinned`` memories never decay or prune; decay lowers
+# ``importance`` only, so ``base_importance`` keeps the weight a memory was written with (NULL: never decayed,
+# ``importance`` is the base) and ``decayed_at`` the time decay was last applied up to. One row per scope in
+# ``graph_maintenance`` holds the pass in progress (its time and cursors, so a killed pass resumes) and the
+# lease that lets one process run it while the others skip; ``graph_maintenance_log`` is what passes did, so
+# a pruned or merged memory can be explained and undone. An edge's ``origin`` is ``'maintenance'`` for the
+# similarity links a pass adds, which recall does not follow (see :mod:`mnemo.graph.recall`). The rank and recent indexes serve the bulletin's per-type tops.
+_V3 = """
+ALTER TABLE graph_memories ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE graph_memories ADD COLUMN base_importance REAL;
+ALTER TABLE graph_memories ADD COLUMN decayed_at REAL;
+ALTER TABLE graph_associations ADD COLUMN origin TEXT NOT NULL DEFAULT '';
+CREATE INDEX graph_memories_rank ON graph_memories (user_id, agent_id, channel_id, type, importance DESC, created_at DESC);
+CREATE INDEX graph_memories_recent ON graph_memories (user_id, agent_id, channel_id, type, created_at DESC);
+CREATE INDEX graph_memories_pinned ON graph_memories (user_id, agent_id, channel_id) WHERE pinned = 1;
+
+CREATE TABLE graph_maintenance (
+    user_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    channel_id TEXT NOT NULL,
+    last_pass_at REAL,
+    pass_at REAL,
+    decay_cursor INTEGER NOT NULL DEFAULT 0,
+    link_cursor INTEGER NOT NULL DEFAULT 0,
+    lease_owner TEXT,
+    lease_expires REAL,
+    PRIMARY KEY (user_id, agent_id, channel_id)
+) WITHOUT ROWID;
+
+CREATE TABLE graph_maintenance_log (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    at REAL NOT NULL,
+    memory_id TEXT NOT NULL REFERENCES graph_memories (id) ON DELETE CASCADE,
+    action TEXT NOT NULL,
+    other_id TEXT,
+    detail TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX graph_maintenance_log_memory ON graph_maintenance_log (memory_id);
+"""
+
+MIGRATIONS: tuple[_db.Migration, ...] = (_V1, _V2, _V3)
 
 
 def ensure_schema(conn: sqlite3.Connection) -> int:
@@ -125,7 +165,8 @@ def ensure_schema(conn: sqlite3.Connection) -> int:
 
 _COLUMNS = (
     "m.id, m.content, m.type, m.importance, m.created_at, m.updated_at, m.last_accessed_at,"
-    " m.access_count, m.source, m.subject, m.user_id, m.agent_id, m.channel_id, m.forgotten"
+    " m.access_count, m.source, m.subject, m.user_id, m.agent_id, m.channel_id, m.forgotten, m.pinned,"
+    " m.base_importance"
 )
 # Newest superseding version first, so a branch in the chain resolves to the latest write.
 _SUPERSEDED_BY = (
@@ -158,4 +199,6 @@ def row_to_memory(row: sqlite3.Row) -> Memory:
         scope=Scope(row["user_id"], row["agent_id"], row["channel_id"]),
         forgotten=bool(row["forgotten"]),
         superseded_by=row["superseded_by"],
+        pinned=bool(row["pinned"]),
+        base_importance=row["base_importance"],
     )

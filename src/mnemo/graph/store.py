@@ -14,6 +14,7 @@ explicit way to really delete.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import os
 import sqlite3
 import threading
@@ -428,7 +429,9 @@ class MemoryGraph:
             raise InvalidArgument("relation", f"{excerpt(target_id)} already descends from {excerpt(source_id)}; an updates cycle")
         conn.execute(
             "INSERT INTO graph_associations (source_id, target_id, relation, weight, created_at)"
-            " VALUES (?, ?, ?, ?, ?) ON CONFLICT (source_id, target_id, relation) DO UPDATE SET weight = excluded.weight",
+            " VALUES (?, ?, ?, ?, ?) ON CONFLICT (source_id, target_id, relation)"
+            # An edge written through the API is the caller's own, even where maintenance had made it.
+            " DO UPDATE SET weight = excluded.weight, origin = ''",
             (source_id, target_id, relation.value, weight, self._clock()),
         )
 
@@ -456,16 +459,21 @@ class MemoryGraph:
         source: str = "",
         subject: str = "",
         relations: Iterable[Link] = (),
+        pin: bool = False,
     ) -> Memory:
         """Store a new memory (importance defaults to its type's) with optional edges to existing ones.
 
         ``subject`` names who the memory is about (see :class:`Memory`). An ``updates`` relation marks its
-        target superseded, exactly as :meth:`replace` does.
+        target superseded, exactly as :meth:`replace` does. ``pin`` pins it (see :meth:`pin`).
         """
         item = self._check_item(content, memory_type, importance, source, subject, relations, "")
+        if not isinstance(pin, bool):
+            raise InvalidArgument("pin", "must be true or false")
         with self._write() as conn:
             (memory,) = self._store_items(conn, [item], "")
-        return memory
+            if pin:
+                conn.execute("UPDATE graph_memories SET pinned = 1 WHERE id = ?", (memory.id,))
+        return dataclasses.replace(memory, pinned=pin)
 
     def remember_many(self, items: Iterable[Mapping[str, Any]]) -> list[Memory]:
         """Store many memories in one transaction: all of them, or none if any is refused.
@@ -577,7 +585,8 @@ class MemoryGraph:
             if given_importance is not None:
                 new_importance = given_importance
             else:
-                new_importance = old.importance if new_kind is old.type else new_kind.default_importance
+                # A new version starts from the weight the old one was written with, not what it has decayed to.
+                new_importance = old.original_importance if new_kind is old.type else new_kind.default_importance
             memory_id = self._insert(
                 conn, text, new_kind, new_importance,
                 old.source if source is None else source, old.subject if subject is None else subject,
@@ -613,6 +622,40 @@ class MemoryGraph:
                 (self._clock(), memory_id),
             )
         return self.get(memory_id)
+
+    def pin(self, memory_id: Any, pinned: bool = True) -> Memory:
+        """Pin a memory (``pinned=False``: unpin it): a pinned memory never decays or is pruned, and always
+        makes the bulletin. Idempotent."""
+        memory_id = self._check_id(memory_id, "id")
+        with self._write() as conn:
+            self._require(conn, memory_id, "id")
+            conn.execute("UPDATE graph_memories SET pinned = ? WHERE id = ?", (int(pinned), memory_id))
+        return self.get(memory_id)
+
+    def unpin(self, memory_id: Any) -> Memory:
+        """Undo :meth:`pin`: the memory decays and may be pruned again like any other."""
+        return self.pin(memory_id, False)
+
+    def unforget(self, memory_id: Any) -> Memory:
+        """Bring a forgotten memory back into recall (undoes :meth:`forget` and maintenance's pruning). Its
+        importance returns to the importance it was written with, and staleness counts from now, so the
+        next maintenance pass does not prune it again at once. Idempotent."""
+        memory_id = self._check_id(memory_id, "id")
+        now = self._clock()
+        with self._write() as conn:
+            self._require(conn, memory_id, "id")
+            conn.execute(
+                "UPDATE graph_memories SET forgotten = 0, importance = COALESCE(base_importance, importance),"
+                " decayed_at = ?, last_accessed_at = ?, updated_at = ? WHERE id = ? AND forgotten = 1",
+                (now, now, now, memory_id),
+            )
+        return self.get(memory_id)
+
+    def maintain(self, now: float | None = None, **options: Any) -> Any:
+        """Run a maintenance pass over this scope: see :func:`mnemo.graph.maintenance.maintain`."""
+        from .maintenance import maintain
+
+        return maintain(self, now=now, **options)
 
     def purge(self, memory_ids: Iterable[Any]) -> int:
         """Really delete memories, with their edges, vectors and full-text entries. User-initiated only:

@@ -125,6 +125,13 @@ class Memory:
     forgotten: bool = False
     superseded_by: str | None = None
     subject: str = ""
+    pinned: bool = False
+    base_importance: float | None = None
+
+    @property
+    def original_importance(self) -> float:
+        """The importance this memory was written with; :attr:`importance` is lower once it has decayed."""
+        return self.importance if self.base_importance is None else self.base_importance
 
     @property
     def superseded(self) -> bool:
@@ -138,6 +145,8 @@ class Memory:
             "type": self.type.value,
             "content": self.content,
             "importance": self.importance,
+            "base_importance": self.original_importance,
+            "pinned": self.pinned,
             "created": iso(self.created_at),
             "updated": iso(self.updated_at),
             "last_accessed": iso(self.last_accessed_at),

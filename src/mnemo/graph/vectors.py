@@ -104,6 +104,12 @@ class VectorCache:
             return vectors.search(conn, probe, k, ahead.candidates.result())
         return vectors.search(conn, probe, k)
 
+    def search_many(
+        self, conn: sqlite3.Connection, scope: Scope, embedder: Embedder, probes: np.ndarray, k: int, min_score: float
+    ) -> list[Hits]:
+        """:meth:`search` for each row of ``probes`` at once, keeping scores of at least ``min_score``."""
+        return self._current(conn, scope, embedder.name, embedder.dim).search_many(conn, probes, k, min_score)
+
     def prefetch(
         self, conn: sqlite3.Connection, scope: Scope, embedder: Embedder, probe: Future[np.ndarray], k: int
     ) -> None:

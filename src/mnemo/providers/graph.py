@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import re
+import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -19,6 +20,8 @@ from .._time import iso
 from ..database import database_path, refuse_old_config_key
 from ..embeddings import named_embedder
 from ..errors import ConfigError, MnemoError
+from ..graph.bulletin import session_bulletin, synthesize_with
+from ..graph.maintenance import SESSION_BUDGET, maintain
 from ..graph.migrate_curated import TARGET_TYPES, curated_source, import_curated
 from ..graph.store import MemoryGraph
 from ..graph.types import Memory, Scope
@@ -27,6 +30,7 @@ from ..tools.graph import GRAPH_TOOL_NAMES, GRAPH_TOOL_SCHEMAS, handle_graph_cal
 if TYPE_CHECKING:
     from ..config import Settings
     from ..embeddings.protocol import Embedder
+    from ..llm.protocol import LLM
 
 log = logging.getLogger("mnemo.graph")
 
@@ -69,6 +73,12 @@ class GraphProvider:
         self._defaults: dict[str, Any] = {}
         self._scope: Scope | None = None
         self._lock = threading.Lock()
+        # Session-start maintenance (off unless from_settings or the caller sets it) and the bulletin.
+        self.maintenance: dict[str, Any] = {"interval_hours": 0.0}
+        self.bulletin_chars = 0
+        # Makes the model that condenses the bulletin after a pass (None: the plain render only).
+        self.synthesizer: Callable[[], LLM] | None = None
+        self._bulletin = ""
 
     @classmethod
     def from_settings(
@@ -86,6 +96,14 @@ class GraphProvider:
         if embedder is None:
             embedder = named_embedder(settings.graph_embedder)
         provider = cls(embedder=embedder, context_chars=settings.graph_context_chars)
+        provider.maintenance = {
+            "interval_hours": settings.maintenance_interval_hours,
+            "prune_below": settings.prune_below,
+            "prune_after_days": settings.prune_after_days,
+        }
+        provider.bulletin_chars = settings.bulletin_chars
+        if settings.bulletin_llm:
+            provider.synthesizer = lambda: bulletin_model(settings)
         provider._defaults = {
             "database": str(settings.database_path),
             "memories_dir": str(settings.memories_dir),
@@ -147,6 +165,33 @@ class GraphProvider:
                 raise
             if imported:
                 log.info("graph: imported %d curated entries", imported)
+        self._start_maintenance()
+        self._bulletin = self._render_bulletin()
+
+    def _start_maintenance(self) -> None:
+        """A bounded maintenance pass when one is due; a failure is logged, never fatal to the session."""
+        try:
+            report = maintain(self.graph, due_only=True, budget=SESSION_BUDGET, **self.maintenance)
+        except (MnemoError, sqlite3.Error) as exc:
+            log.warning("graph: maintenance failed: %s", exc)
+            return
+        if report.skipped is None:
+            log.info("graph: maintenance %s", report.as_dict())
+            if report.complete and self.synthesizer is not None and self.bulletin_chars > 0:
+                synthesize_with(self.graph, self.synthesizer, self.bulletin_chars)
+
+    def _render_bulletin(self) -> str:
+        if self.bulletin_chars <= 0:
+            return ""
+        try:
+            return session_bulletin(self.graph, self.bulletin_chars, synthesized=self.synthesizer is not None)
+        except (MnemoError, sqlite3.Error) as exc:
+            log.warning("graph: no bulletin this session: %s", exc)
+            return ""
+
+    def bulletin(self) -> str:
+        """The bulletin rendered when this session started (frozen: "" when off or empty)."""
+        return self._bulletin
 
     def set_frozen_entries(self, entries: Iterable[str]) -> None:
         """The entries of this session's frozen curated snapshot; per-turn context never repeats them."""
@@ -167,7 +212,7 @@ class GraphProvider:
             memory = result.memory
             if _normal(memory.content) in self._frozen:
                 continue
-            line = _context_line(memory)
+            line = _context_line(memory, result.status)
             if used + len(line) + 1 > self.context_chars:
                 continue  # a shorter, lower-ranked memory may still fit
             lines.append(line)
@@ -238,8 +283,18 @@ class GraphProvider:
             log.exception("graph: error while closing")
 
 
-def _context_line(memory: Memory) -> str:
+def _context_line(memory: Memory, status: str | None = None) -> str:
     date = (iso(memory.created_at) or "")[:10]
     about = f" · {memory.subject}" if memory.subject else ""
+    # A memory a newer one updates or contradicts is shown as such, never as equally true.
+    note = f" · {status}: a newer memory says otherwise" if status else ""
     content = " ".join(memory.content.split())
-    return f"- [{memory.type.value} · {date}{about}] {content}"
+    return f"- [{memory.type.value} · {date}{about}{note}] {content}"
+
+
+def bulletin_model(settings: Settings) -> LLM:
+    """The configured model that condenses the bulletin (raises LLMNotConfigured when none is)."""
+    # Imported here: the OpenAI client costs a noticeable import, and only bulletin synthesis needs it.
+    from ..llm.openai_compatible import OpenAICompatibleLLM
+
+    return OpenAICompatibleLLM.from_settings(settings)

@@ -67,6 +67,11 @@ REMEMBER_TOOL_SCHEMA = _schema(
             "description": "Who the memory is about: 'user', or a person's name as it appears in conversation. "
             "Recall ranks memories about someone a question names first.",
         },
+        "pin": {
+            "type": "boolean",
+            "description": "Pin it: a pinned memory never fades or is pruned and always appears in the memory "
+            "bulletin. Only for what must never be lost (default false).",
+        },
         "relations": {
             "type": "array",
             "description": "Edges from this new memory to existing memory ids. " + _RELATION_HELP,
@@ -157,12 +162,12 @@ def _remember(graph: MemoryGraph, args: dict[str, Any]) -> str:
         links.append((item["target"], item["relation"], item.get("weight", 1.0)))
     memory = graph.remember(
         args["content"], args.get("type", MemoryType.FACT.value), importance=args.get("importance"),
-        subject=_optional_string(args, "subject") or "", relations=links,
+        subject=_optional_string(args, "subject") or "", relations=links, pin=args.get("pin", False),
     )  # fmt: skip
     edges = [a.as_dict() for a in graph.associations(memory.id)]
     return success(
-        id=memory.id, type=memory.type.value, importance=memory.importance, subject=memory.subject, relations=edges,
-        message="Memory saved.",
+        id=memory.id, type=memory.type.value, importance=memory.importance, subject=memory.subject, pinned=memory.pinned,
+        relations=edges, message="Memory saved.",
     )  # fmt: skip
 
 
