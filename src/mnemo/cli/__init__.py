@@ -22,6 +22,7 @@ _COMMANDS = (
     "sessions",
     "graph",
     "chat",
+    "serve",
 )
 
 
