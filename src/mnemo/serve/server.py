@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import anyio
@@ -47,6 +47,7 @@ PROMPT_NAME = "use-memory"
 # The request's user, put on the ASGI scope by the HTTP authentication (see mnemo.serve.http).
 USER_SCOPE_KEY = "mnemo.user_id"
 _STATE_KEY = "mnemo.session"
+_OWNER_KEY = "mnemo.owner"
 
 INVALID_PARAMS = -32602
 RESOURCE_NOT_FOUND = -32002
@@ -82,13 +83,23 @@ class MemoryServer:
             on_list_prompts=self._list_prompts,
             on_get_prompt=self._get_prompt,
         )
+        self.server.middleware.append(self._owner_only)
 
     # -- sessions -----------------------------------------------------------------------------
 
-    async def _session(self, ctx: Any) -> _Session:
-        """The connection's mnemo session, opened on its first request for the request's user."""
+    async def _owner_only(self, ctx: Any, call_next: Callable[[Any], Awaitable[Any]]) -> Any:
+        """Bind a connection to the user of its first message (``initialize`` included) and refuse
+        every later message from anyone else: an HTTP session id alone opens nothing."""
         user_id = self._request_user(ctx)
-        connection = ctx.session._connection  # the SDK's per-connection state; no public accessor yet
+        owner = _connection(ctx).state.setdefault(_OWNER_KEY, user_id)
+        if owner != user_id:
+            raise MCPError(FORBIDDEN, "this MCP session belongs to another user")
+        return await call_next(ctx)
+
+    async def _session(self, ctx: Any) -> _Session:
+        """The connection's mnemo session, opened on its first request for the connection's owner."""
+        connection = _connection(ctx)
+        user_id = connection.state.get(_OWNER_KEY, self._request_user(ctx))
         async with self._opening:
             session: _Session | None = connection.state.get(_STATE_KEY)
             if session is None:
@@ -98,8 +109,6 @@ class MemoryServer:
                 connection.state[_STATE_KEY] = session
                 self._open[id(memory)] = memory
                 connection.exit_stack.push_async_callback(self._close, memory)
-        if session.user_id != user_id:
-            raise MCPError(FORBIDDEN, "this MCP session belongs to another user")
         return session
 
     def _request_user(self, ctx: Any) -> str:
@@ -220,6 +229,11 @@ class MemoryServer:
         text = f"{DEFAULT_INSTRUCTIONS}\n\n{blocks}".strip()
         message = types.PromptMessage(role="user", content=types.TextContent(text=text))
         return types.GetPromptResult(description="Use your long-term memory.", messages=[message])
+
+
+def _connection(ctx: Any) -> Any:
+    # The SDK's per-connection state (scratch dict and exit stack); it has no public accessor yet.
+    return ctx.session._connection
 
 
 class _Server(Server[Any]):
