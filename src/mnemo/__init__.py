@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .agent import AgentMemory, SessionStateError
+from .anthropic_memory import AnthropicMemoryTool, MemoryToolError
 from .archive import Hit, SessionHits, SessionInfo, StoredMessage
 from .config import Settings, load_settings, resolve_home
 from .curated import (
@@ -80,6 +81,8 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "AnthropicMemoryTool",
+    "MemoryToolError",
     "DATABASE_FILENAME",
     "DEFAULT_MEMORY_CHAR_LIMIT",
     "DEFAULT_USER_CHAR_LIMIT",

@@ -14,6 +14,7 @@ from support.mcp_clients import (
     BOB_TOKEN,
     http_server,
     http_session,
+    notification_methods,
     result_json,
     serve_command,
     two_user_config,
@@ -161,3 +162,12 @@ async def test_the_serve_token_variable_opens_the_configured_users_memory(tmp_pa
             saved = result_json(await session.call_tool("remember", {"content": "Carol owns the release train"}))
     with AgentMemory.open("check", home, user_id="carol") as memory:
         assert memory.get_memory(saved["id"]).scope.user_id == "carol"
+
+
+async def test_a_curated_edit_announces_that_the_resources_changed(url):
+    seen: list = []
+    async with http_session(url, ALICE_TOKEN, notifications=seen) as session:
+        await session.call_tool("memory", {"target": "memory", "action": "add", "content": "Backups run at 02:00"})
+        with anyio.fail_after(10):
+            while "notifications/resources/list_changed" not in notification_methods(seen):
+                await anyio.sleep(0.05)

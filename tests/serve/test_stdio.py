@@ -10,7 +10,7 @@ import subprocess
 import anyio
 import pytest
 from mcp.shared.exceptions import MCPError
-from support.mcp_clients import result_json, serve_command, stdio_session, write_config
+from support.mcp_clients import notification_methods, result_json, serve_command, stdio_session, write_config
 
 from mnemo import AgentMemory
 from mnemo.loop import DEFAULT_INSTRUCTIONS
@@ -114,8 +114,7 @@ async def test_a_curated_edit_announces_that_the_resources_changed(home):
     async with stdio_session(home, notifications=seen) as session:
         await session.call_tool("memory", {"target": "memory", "action": "add", "content": "CI runs on Fridays"})
         await session.send_ping()
-    methods = [getattr(getattr(m, "root", m), "method", None) for m in seen]
-    assert "notifications/resources/list_changed" in methods
+    assert "notifications/resources/list_changed" in notification_methods(seen)
 
 
 async def test_the_prompt_is_the_loop_instructions_with_the_frozen_memory(home):

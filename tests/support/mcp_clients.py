@@ -37,6 +37,19 @@ def two_user_config(home: Path) -> None:
     )
 
 
+def _collector(notifications: list[Any] | None) -> Any:
+    async def on_message(message: Any) -> None:
+        if notifications is not None:
+            notifications.append(message)
+
+    return on_message
+
+
+def notification_methods(messages: list[Any]) -> list[str | None]:
+    """The methods of the server notifications a client received."""
+    return [getattr(getattr(m, "root", m), "method", None) for m in messages]
+
+
 def serve_command(home: Path, *args: str) -> list[str]:
     return [sys.executable, "-m", "mnemo", "--home", str(home), "serve", *args]
 
@@ -46,13 +59,9 @@ async def stdio_session(home: Path, *args: str, notifications: list[Any] | None 
     """An initialised client session on a new ``mnemo serve`` subprocess over stdio."""
     params = StdioServerParameters(command=sys.executable, args=serve_command(home, *args)[1:], env=dict(os.environ))
 
-    async def on_message(message: Any) -> None:
-        if notifications is not None:
-            notifications.append(message)
-
     with open(os.devnull, "w") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write):
-            async with ClientSession(read, write, message_handler=on_message) as session:
+            async with ClientSession(read, write, message_handler=_collector(notifications)) as session:
                 await session.initialize()
                 yield session
 
@@ -84,12 +93,12 @@ def http_server(home: Path, *args: str, env: dict[str, str] | None = None) -> It
 
 
 @asynccontextmanager
-async def http_session(url: str, token: str | None) -> AsyncIterator[ClientSession]:
+async def http_session(url: str, token: str | None, notifications: list[Any] | None = None) -> AsyncIterator[ClientSession]:
     """An initialised client session on the HTTP server at ``url``, sending ``token`` as its bearer."""
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     async with httpx2.AsyncClient(headers=headers, timeout=60) as client:
         async with streamable_http_client(url, http_client=client) as streams:
-            async with ClientSession(streams[0], streams[1]) as session:
+            async with ClientSession(streams[0], streams[1], message_handler=_collector(notifications)) as session:
                 await session.initialize()
                 yield session
 

@@ -86,7 +86,9 @@ def serve_http(
         raise ConfigError(
             f"refusing to serve on {host} without a bearer token: set --token, MNEMO_SERVE_TOKEN or [[serve.tokens]]"
         )
-    app = server.server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
+    # Plain JSON answers rather than an SSE stream per call: about 6 ms less per round trip here
+    # (bench/serve.py); notifications still reach the client on its standalone stream.
+    app = server.server.streamable_http_app(streamable_http_path=MCP_PATH, host=host, json_response=True)
     config = uvicorn.Config(
         BearerAuth(app, tokens, default_user=server.default_user),
         host=host,
