@@ -25,11 +25,11 @@ from pathlib import Path
 
 import anyio
 import httpx2
-from _tables import print_table
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from _tables import print_table
 from mnemo import AgentMemory
 
 TOKEN = "bench-token-0123456789abcdef"
@@ -44,7 +44,9 @@ def _seed(home: Path, count: int) -> None:
     with AgentMemory.open("seed", home) as memory:
         graph = memory._graph()
         items = [
-            {"content": f"Note {i}: the {TOPICS[i % 10]} work item {i} touches {TOPICS[(i * 7) % 10]} and {TOPICS[(i * 3) % 10]}"}
+            {
+                "content": f"Note {i}: the {TOPICS[i % 10]} work item {i} touches {TOPICS[(i * 7) % 10]} and {TOPICS[(i * 3) % 10]}"
+            }
             for i in range(count)
         ]
         for start in range(0, count, 1000):
@@ -106,7 +108,10 @@ async def _http(url: str, calls: int) -> dict[str, list[float]]:
 
 def _with_http_server(home: Path, run: Callable[[str], Awaitable[dict[str, list[float]]]]) -> dict[str, list[float]]:
     process = subprocess.Popen(
-        _command(home, "--http", "127.0.0.1:0"), stderr=subprocess.PIPE, text=True, env={**os.environ, "MNEMO_SERVE_TOKEN": TOKEN}
+        _command(home, "--http", "127.0.0.1:0"),
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "MNEMO_SERVE_TOKEN": TOKEN},
     )
     try:
         url = process.stderr.readline().split()[-1]  # type: ignore[union-attr]

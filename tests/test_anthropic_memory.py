@@ -175,7 +175,9 @@ def test_bad_commands_are_refused_with_the_tools_error_format(tool):
 def test_each_user_has_their_own_files(tmp_path):
     home = tmp_path / "home"
     with AgentMemory.open("a", home, graph_embedder="none", user_id="ada") as ada:
-        AnthropicMemoryTool(ada).execute({"command": "create", "path": "/memories/diary.md", "file_text": "Ada's diary"})
+        AnthropicMemoryTool(ada).execute(
+            {"command": "create", "path": "/memories/diary.md", "file_text": "Ada's diary"}
+        )
     with AgentMemory.open("b", home, graph_embedder="none", user_id="bo") as bo:
         bo_tool = AnthropicMemoryTool(bo)
         text, is_error = bo_tool.run({"command": "view", "path": "/memories/diary.md"})
@@ -183,8 +185,14 @@ def test_each_user_has_their_own_files(tmp_path):
 
 
 def test_the_sdks_command_models_are_accepted(tool, memory):
-    tool.execute(BetaMemoryTool20250818CreateCommand(command="create", path="/memories/USER.md", file_text="Ada likes jazz"))
-    tool.execute(BetaMemoryTool20250818StrReplaceCommand(command="str_replace", path="/memories/USER.md", old_str="jazz", new_str="blues"))
+    tool.execute(
+        BetaMemoryTool20250818CreateCommand(command="create", path="/memories/USER.md", file_text="Ada likes jazz")
+    )
+    tool.execute(
+        BetaMemoryTool20250818StrReplaceCommand(
+            command="str_replace", path="/memories/USER.md", old_str="jazz", new_str="blues"
+        )
+    )
     shown = tool.execute(BetaMemoryTool20250818ViewCommand(command="view", path="/memories/USER.md"))
     assert "Ada likes blues" in shown
     assert memory.store.entries("user") == ("Ada likes blues",)

@@ -176,7 +176,9 @@ class AnthropicMemoryTool:
         if len(hits) != 1:
             where = _CURATED_PATHS[target]
             raise MemoryToolError(
-                f"old_str {old!r} is not in {where}" if not hits else f"old_str {old!r} appears in {len(hits)} entries of {where}; make it unique"
+                f"old_str {old!r} is not in {where}"
+                if not hits
+                else f"old_str {old!r} appears in {len(hits)} entries of {where}; make it unique"
             )
         replaced = hits[0].replace(old, new, 1).strip()
         return self._edit(target, Replace(hits[0], replaced) if replaced else Remove(hits[0]))
@@ -309,7 +311,9 @@ class AnthropicMemoryTool:
             count = text.count(old)
             if count != 1:
                 raise MemoryToolError(
-                    f"old_str {old!r} is not in {path}" if not count else f"old_str {old!r} appears {count} times in {path}; make it unique"
+                    f"old_str {old!r} is not in {path}"
+                    if not count
+                    else f"old_str {old!r} appears {count} times in {path}; make it unique"
                 )
             self._write(path, text.replace(old, new, 1), replacing=len(text.encode()))
         return f"The file {path} has been edited."
@@ -347,7 +351,9 @@ class AnthropicMemoryTool:
 
     def _rename(self, old: str, new: str) -> str:
         if old in _CURATED or new in _CURATED:
-            raise MemoryToolError(f"{', '.join(_CURATED)} are mnemo's curated memory; they cannot be renamed or replaced by a rename")
+            raise MemoryToolError(
+                f"{', '.join(_CURATED)} are mnemo's curated memory; they cannot be renamed or replaced by a rename"
+            )
         if ROOT in (old, new):
             raise MemoryToolError(f"{ROOT} itself cannot be renamed")
         with self._locked():

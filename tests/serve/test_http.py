@@ -9,9 +9,12 @@ import anyio
 import httpx2
 import pytest
 from mcp.shared.exceptions import MCPError
+
+from mnemo import AgentMemory
 from support.mcp_clients import (
     ALICE_TOKEN,
     BOB_TOKEN,
+    INITIALIZE,
     http_server,
     http_session,
     notification_methods,
@@ -21,16 +24,8 @@ from support.mcp_clients import (
     write_config,
 )
 
-from mnemo import AgentMemory
-
 pytestmark = pytest.mark.anyio
 
-_INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
-}
 _ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
@@ -54,14 +49,16 @@ def url(shared_home):
 
 async def test_a_request_without_a_token_is_refused(url):
     async with httpx2.AsyncClient() as client:
-        response = await client.post(url, json=_INITIALIZE, headers=_ACCEPT)
+        response = await client.post(url, json=INITIALIZE, headers=_ACCEPT)
     assert response.status_code == 401
     assert response.headers["www-authenticate"].startswith("Bearer")
 
 
 async def test_a_wrong_token_is_refused(url):
     async with httpx2.AsyncClient() as client:
-        response = await client.post(url, json=_INITIALIZE, headers={**_ACCEPT, "Authorization": "Bearer not-a-known-token-at-all"})
+        response = await client.post(
+            url, json=INITIALIZE, headers={**_ACCEPT, "Authorization": "Bearer not-a-known-token-at-all"}
+        )
     assert response.status_code == 401
 
 
@@ -92,10 +89,15 @@ async def test_two_users_with_two_tokens_never_see_each_others_memory(url, share
 
 async def test_a_session_id_is_useless_with_another_users_token(url):
     async with httpx2.AsyncClient(timeout=30) as client:
-        opened = await client.post(url, json=_INITIALIZE, headers={**_ACCEPT, "Authorization": f"Bearer {ALICE_TOKEN}"})
+        opened = await client.post(url, json=INITIALIZE, headers={**_ACCEPT, "Authorization": f"Bearer {ALICE_TOKEN}"})
         session_id = opened.headers["mcp-session-id"]
         call = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
-        headers = {**_ACCEPT, "Authorization": f"Bearer {BOB_TOKEN}", "Mcp-Session-Id": session_id, "Mcp-Protocol-Version": "2025-06-18"}
+        headers = {
+            **_ACCEPT,
+            "Authorization": f"Bearer {BOB_TOKEN}",
+            "Mcp-Session-Id": session_id,
+            "Mcp-Protocol-Version": "2025-06-18",
+        }
         hijack = await client.post(url, json=call, headers=headers)
     assert "belongs to another user" in hijack.text
     assert '"tools"' not in hijack.text
@@ -105,7 +107,9 @@ async def test_concurrent_sessions_all_land(url, shared_home):
     async def client(number: int) -> None:
         async with http_session(url, ALICE_TOKEN) as session:
             for item in range(5):
-                result = await session.call_tool("remember", {"content": f"concurrent note {number}-{item} about walruses"})
+                result = await session.call_tool(
+                    "remember", {"content": f"concurrent note {number}-{item} about walruses"}
+                )
                 assert not result.is_error, result_json(result)
 
     async with anyio.create_task_group() as group:
@@ -138,7 +142,9 @@ async def test_malformed_requests_get_errors_and_change_nothing(url):
 
 def test_refuses_to_listen_beyond_loopback_without_a_token(tmp_path):
     write_config(tmp_path / "home")
-    done = subprocess.run(serve_command(tmp_path / "home", "--http", "0.0.0.0:0"), capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        serve_command(tmp_path / "home", "--http", "0.0.0.0:0"), capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 1
     assert "without a bearer token" in done.stderr
 
@@ -148,7 +154,9 @@ def test_tokens_for_several_users_need_per_user_curated_files(tmp_path):
         tmp_path / "home",
         f'[[serve.tokens]]\ntoken = "{ALICE_TOKEN}"\nuser_id = "alice"\n[[serve.tokens]]\ntoken = "{BOB_TOKEN}"\nuser_id = "bob"\n',
     )
-    done = subprocess.run(serve_command(tmp_path / "home", "--http", "127.0.0.1:0"), capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        serve_command(tmp_path / "home", "--http", "127.0.0.1:0"), capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 1
     assert "curated_per_user" in done.stderr
 

@@ -17,6 +17,14 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+# A raw JSON-RPC initialize, for tests that speak the wire protocol themselves.
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
+}
+
 ALICE_TOKEN = "alice-token-0123456789abcdef"
 BOB_TOKEN = "bob-token-0123456789abcdef"
 
@@ -93,7 +101,9 @@ def http_server(home: Path, *args: str, env: dict[str, str] | None = None) -> It
 
 
 @asynccontextmanager
-async def http_session(url: str, token: str | None, notifications: list[Any] | None = None) -> AsyncIterator[ClientSession]:
+async def http_session(
+    url: str, token: str | None, notifications: list[Any] | None = None
+) -> AsyncIterator[ClientSession]:
     """An initialised client session on the HTTP server at ``url``, sending ``token`` as its bearer."""
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     async with httpx2.AsyncClient(headers=headers, timeout=60) as client:

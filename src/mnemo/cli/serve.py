@@ -28,7 +28,13 @@ def _serve(args: argparse.Namespace) -> int:
         return 0
     host, port = parse_address(args.http)
     tokens = TokenMap.from_settings(settings, args.token)
-    serve_http(server, host, port, tokens, on_ready=lambda url: print(f"mnemo: serving MCP at {url}", file=sys.stderr, flush=True))
+    serve_http(
+        server,
+        host,
+        port,
+        tokens,
+        on_ready=lambda url: print(f"mnemo: serving MCP at {url}", file=sys.stderr, flush=True),
+    )
     return 0
 
 
@@ -41,6 +47,12 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         description="Serve mnemo to MCP clients: stdio by default (the user is --user or the user_id setting); "
         "with --http, streamable HTTP where each bearer token opens its own user's memory.",
     )
-    serve.add_argument("--http", metavar="[HOST:]PORT", help="serve streamable HTTP at http://HOST:PORT/mcp (host 127.0.0.1 by default)")
-    serve.add_argument("--token", help="bearer token for --user over HTTP (default: $MNEMO_SERVE_TOKEN / the serve_token setting)")
+    serve.add_argument(
+        "--http",
+        metavar="[HOST:]PORT",
+        help="serve streamable HTTP at http://HOST:PORT/mcp (host 127.0.0.1 by default)",
+    )
+    serve.add_argument(
+        "--token", help="bearer token for --user over HTTP (default: $MNEMO_SERVE_TOKEN / the serve_token setting)"
+    )
     serve.set_defaults(handler=_serve)

@@ -46,12 +46,16 @@ class TokenMap:
         """``token`` (``--token``) or the ``serve_token`` setting for ``settings.user_id``, plus every
         ``[[serve.tokens]]`` entry."""
         pairs = [(entry.token.get_secret_value(), entry.user_id) for entry in settings.serve_tokens]
-        single = token if token is not None else (settings.serve_token.get_secret_value() if settings.serve_token else None)
+        single = (
+            token if token is not None else (settings.serve_token.get_secret_value() if settings.serve_token else None)
+        )
         if single is not None:
             pairs.insert(0, (single, settings.user_id))
         if len({user_id for _, user_id in pairs}) > 1 and not settings.curated_per_user:
             # Otherwise every user's agent would read and edit the one shared USER.md.
-            raise ConfigError("tokens for several users need curated_per_user = true (one MEMORY.md / USER.md per user)")
+            raise ConfigError(
+                "tokens for several users need curated_per_user = true (one MEMORY.md / USER.md per user)"
+            )
         return cls(pairs)
 
     def __bool__(self) -> bool:
@@ -90,7 +94,9 @@ class BearerAuth:
         self.tokens = tokens
         self.default_user = default_user
 
-    async def __call__(self, scope: Scope, receive: Callable[[], Awaitable[Any]], send: Callable[[Any], Awaitable[None]]) -> None:
+    async def __call__(
+        self, scope: Scope, receive: Callable[[], Awaitable[Any]], send: Callable[[Any], Awaitable[None]]
+    ) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -101,8 +107,12 @@ class BearerAuth:
             user = self.tokens.user_for(presented) if presented is not None else None
             if user is None:
                 client = scope.get("client") or ("?", 0)
-                log.warning("refused an HTTP request from %s: %s bearer token", client[0], "wrong" if presented else "no")
-                await _unauthorized(send, "a valid bearer token is required" if presented is None else "unknown bearer token")
+                log.warning(
+                    "refused an HTTP request from %s: %s bearer token", client[0], "wrong" if presented else "no"
+                )
+                await _unauthorized(
+                    send, "a valid bearer token is required" if presented is None else "unknown bearer token"
+                )
                 return
         await self.app({**scope, USER_SCOPE_KEY: user}, receive, send)
 

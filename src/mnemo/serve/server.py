@@ -217,7 +217,9 @@ class MemoryServer:
 
     async def _list_prompts(self, ctx: Any, params: Any) -> types.ListPromptsResult:
         await self._session(ctx)
-        prompt = types.Prompt(name=PROMPT_NAME, description="Use your long-term memory: instructions and what you remember.")
+        prompt = types.Prompt(
+            name=PROMPT_NAME, description="Use your long-term memory: instructions and what you remember."
+        )
         return types.ListPromptsResult(prompts=[prompt])
 
     async def _get_prompt(self, ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
@@ -239,14 +241,18 @@ def _connection(ctx: Any) -> Any:
 class _Server(Server[Any]):
     # The curated resources change when the memory tool edits them; say so in every handshake,
     # including the ones the HTTP session manager starts with the defaults.
-    def create_initialization_options(self, notification_options: NotificationOptions | None = None, *args: Any, **kwargs: Any) -> Any:
+    def create_initialization_options(
+        self, notification_options: NotificationOptions | None = None, *args: Any, **kwargs: Any
+    ) -> Any:
         options = notification_options or NotificationOptions(resources_changed=True)
         return super().create_initialization_options(options, *args, **kwargs)
 
 
 def _mcp_tool(schema: Mapping[str, Any]) -> types.Tool:
     function = schema["function"]
-    return types.Tool(name=function["name"], description=function.get("description"), input_schema=function["parameters"])
+    return types.Tool(
+        name=function["name"], description=function.get("description"), input_schema=function["parameters"]
+    )
 
 
 def _curated_text(memory: AgentMemory, target: str) -> str:

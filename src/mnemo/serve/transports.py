@@ -8,8 +8,8 @@ import ipaddress
 import logging
 import signal
 import socket
-from types import FrameType
 from collections.abc import Callable
+from types import FrameType
 
 import anyio
 import uvicorn
