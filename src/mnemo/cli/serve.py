@@ -9,6 +9,8 @@ from typing import Any
 from ._output import CliError
 from ._settings import settings_for
 
+EXIT_USAGE = 2  # a bad command line, as everywhere in mnemo's CLI
+
 
 def _serve(args: argparse.Namespace) -> int:
     try:
@@ -24,6 +26,8 @@ def _serve(args: argparse.Namespace) -> int:
 
     server = MemoryServer(open_memory, default_user=settings.user_id)
     if args.http is None:
+        if args.token is not None:
+            raise CliError("--token only applies with --http (over stdio the user is --user)", EXIT_USAGE)
         serve_stdio(server)
         return 0
     host, port = parse_address(args.http)

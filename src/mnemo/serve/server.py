@@ -48,18 +48,11 @@ PROMPT_NAME = "use-memory"
 USER_SCOPE_KEY = "mnemo.user_id"
 _STATE_KEY = "mnemo.session"
 _OWNER_KEY = "mnemo.owner"
+_OPENING_KEY = "mnemo.opening"
 
 INVALID_PARAMS = -32602
 RESOURCE_NOT_FOUND = -32002
 FORBIDDEN = -32001
-
-
-class _Session:
-    """The mnemo session behind one MCP connection, and whose it is."""
-
-    def __init__(self, user_id: str, memory: AgentMemory) -> None:
-        self.user_id = user_id
-        self.memory = memory
 
 
 class MemoryServer:
@@ -71,7 +64,6 @@ class MemoryServer:
         self._open_memory = open_memory
         self.default_user = default_user
         self._open: dict[int, AgentMemory] = {}
-        self._opening = anyio.Lock()
         self.server = _Server(
             SERVER_NAME,
             instructions=DEFAULT_INSTRUCTIONS,
@@ -96,19 +88,23 @@ class MemoryServer:
             raise MCPError(FORBIDDEN, "this MCP session belongs to another user")
         return await call_next(ctx)
 
-    async def _session(self, ctx: Any) -> _Session:
+    async def _session(self, ctx: Any) -> AgentMemory:
         """The connection's mnemo session, opened on its first request for the connection's owner."""
         connection = _connection(ctx)
+        session: AgentMemory | None = connection.state.get(_STATE_KEY)
+        if session is not None:
+            return session
         user_id = connection.state.get(_OWNER_KEY, self._request_user(ctx))
-        async with self._opening:
-            session: _Session | None = connection.state.get(_STATE_KEY)
+        # One lock per connection: its concurrent first requests open one session, and opening it
+        # (which may load an embedding model) holds up no other connection.
+        async with connection.state.setdefault(_OPENING_KEY, anyio.Lock()):
+            session = connection.state.get(_STATE_KEY)
             if session is None:
                 key = f"mcp-{connection.session_id or uuid.uuid4().hex}"
-                memory = await anyio.to_thread.run_sync(self._open_memory, key, user_id)
-                session = _Session(user_id, memory)
+                session = await anyio.to_thread.run_sync(self._open_memory, key, user_id)
                 connection.state[_STATE_KEY] = session
-                self._open[id(memory)] = memory
-                connection.exit_stack.push_async_callback(self._close, memory)
+                self._open[id(session)] = session
+                connection.exit_stack.push_async_callback(self._close, session)
         return session
 
     def _request_user(self, ctx: Any) -> str:
@@ -133,7 +129,7 @@ class MemoryServer:
 
     async def _list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
         session = await self._session(ctx)
-        return types.ListToolsResult(tools=[_mcp_tool(schema) for schema in session.memory.tools()])
+        return types.ListToolsResult(tools=[_mcp_tool(schema) for schema in session.tools()])
 
     async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         session = await self._session(ctx)
@@ -145,7 +141,7 @@ class MemoryServer:
             try:
                 # A worker thread: SQLite and the embedder must not stall other connections. It is not
                 # abandoned on cancel, so a client that disconnects mid-call still gets its write finished.
-                result = await anyio.to_thread.run_sync(session.memory.handle_tool_call, params.name, arguments)
+                result = await anyio.to_thread.run_sync(session.handle_tool_call, params.name, arguments)
             except MnemoError as exc:
                 result = failure(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
             except Exception as exc:  # a bug must cost this call, never the server
@@ -170,7 +166,7 @@ class MemoryServer:
             )
             for target in TARGETS
         ]
-        if await anyio.to_thread.run_sync(session.memory.system_prompt):
+        if await anyio.to_thread.run_sync(session.system_prompt):
             resources.append(
                 types.Resource(
                     uri=SYSTEM_PROMPT_URI,
@@ -194,7 +190,7 @@ class MemoryServer:
     async def _read_resource(self, ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         session = await self._session(ctx)
         uri = str(params.uri)
-        text, mime = await anyio.to_thread.run_sync(self._resource_text, session.memory, uri)
+        text, mime = await anyio.to_thread.run_sync(self._resource_text, session, uri)
         return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, text=text, mime_type=mime)])
 
     def _resource_text(self, memory: AgentMemory, uri: str) -> tuple[str, str]:
@@ -227,7 +223,7 @@ class MemoryServer:
         if params.name != PROMPT_NAME:
             raise MCPError(INVALID_PARAMS, f"unknown prompt {params.name!r} (prompts: {PROMPT_NAME})")
         # The same text Conversation puts in its system message: instructions, then the frozen blocks.
-        blocks = await anyio.to_thread.run_sync(session.memory.system_prompt)
+        blocks = await anyio.to_thread.run_sync(session.system_prompt)
         text = f"{DEFAULT_INSTRUCTIONS}\n\n{blocks}".strip()
         message = types.PromptMessage(role="user", content=types.TextContent(text=text))
         return types.GetPromptResult(description="Use your long-term memory.", messages=[message])
