@@ -183,6 +183,8 @@ async def test_a_curated_edit_announces_that_the_resources_changed(url):
 
 def test_a_token_without_http_is_a_usage_error(tmp_path):
     write_config(tmp_path / "home")
-    done = subprocess.run(serve_command(tmp_path / "home", "--token", ALICE_TOKEN), capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        serve_command(tmp_path / "home", "--token", ALICE_TOKEN), capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 2
     assert "--token only applies with --http" in done.stderr

@@ -191,3 +191,17 @@ _ADD = {
         "arguments": {"target": "memory", "action": "add", "content": "kept after the signal"},
     },
 }
+
+
+async def test_each_connection_is_an_archived_mcp_session_of_its_user(home):
+    async with stdio_session(home, "--user", "alice") as session:
+        await session.list_tools()
+    async with stdio_session(home, "--user", "alice") as session:
+        await session.list_tools()
+    with AgentMemory.open("check-alice", home, user_id="alice") as memory:
+        sessions = memory._archive().archive.list_sessions()
+    with AgentMemory.open("check-bob", home, user_id="bob") as memory:
+        others = memory._archive().archive.list_sessions()
+    mcp = [s for s in sessions if s.id.startswith("mcp-")]
+    assert len(mcp) == 2 and {s.source for s in mcp} == {"mcp"}
+    assert not [s for s in others if s.id.startswith("mcp-")]

@@ -18,11 +18,17 @@ def _serve(args: argparse.Namespace) -> int:
     except ImportError as exc:
         raise CliError(f"mnemo serve needs the serve extra: pip install 'mnemo-local[serve]' ({exc})") from None
     from ..agent import AgentMemory
+    from ..config import load_settings
 
     settings = settings_for(args)  # a bad configuration stops here, before any client connects
 
+    # The archive marks these sessions as MCP ones unless the configuration names a source itself.
+    archive = {"source": "mcp", **settings.providers.get("archive", {})}
+    providers = {**settings.providers, "archive": archive}
+
     def open_memory(session_key: str, user_id: str) -> AgentMemory:
-        return AgentMemory.open(session_key, args.home, user_id=user_id, agent_id=args.agent, channel_id=args.channel)
+        scope = {"user_id": user_id, "agent_id": args.agent, "channel_id": args.channel}
+        return AgentMemory.open(session_key, settings=load_settings(args.home, providers=providers, **scope))
 
     server = MemoryServer(open_memory, default_user=settings.user_id)
     if args.http is None:
