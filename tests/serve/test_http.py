@@ -8,7 +8,10 @@ import subprocess
 import anyio
 import httpx2
 import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mnemo import AgentMemory
 from support.mcp_clients import (
@@ -188,3 +191,26 @@ def test_a_token_without_http_is_a_usage_error(tmp_path):
     )
     assert done.returncode == 2
     assert "--token only applies with --http" in done.stderr
+
+
+async def test_a_2026_client_shares_one_session_per_user_and_still_sees_only_its_own(tmp_path):
+    home = tmp_path / "home"
+    two_user_config(home)
+
+    async def calls(address: str, token: str, text: str) -> dict:
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as http:
+            async with Client(streamable_http_client(address, http_client=http)) as client:
+                assert client.protocol_version in MODERN_PROTOCOL_VERSIONS
+                for _ in range(3):
+                    await client.call_tool("remember", {"content": text})
+                return result_json(await client.call_tool("recall", {"query": "modern client note"}))
+
+    with http_server(home) as address:
+        alice = await calls(address, ALICE_TOKEN, "Alice's modern client note")
+        bob = await calls(address, BOB_TOKEN, "Bob's modern client note")
+    assert {r["content"] for r in alice["results"]} == {"Alice's modern client note"}
+    assert {r["content"] for r in bob["results"]} == {"Bob's modern client note"}
+    for user in ("alice", "bob"):
+        with AgentMemory.open(f"check-{user}", home, user_id=user) as memory:
+            archived = [s for s in memory._archive().archive.list_sessions() if s.id.startswith("mcp-")]
+        assert len(archived) == 1

@@ -25,6 +25,7 @@ import anyio.to_thread
 import mcp_types as types
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ..agent import AgentMemory
 from ..curated.store import FILENAMES, TARGETS, MemoryStore
@@ -64,6 +65,7 @@ class MemoryServer:
         self._open_memory = open_memory
         self.default_user = default_user
         self._open: dict[int, AgentMemory] = {}
+        self._per_user: dict[str, dict[str, Any]] = {}
         self.server = _Server(
             SERVER_NAME,
             instructions=DEFAULT_INSTRUCTIONS,
@@ -89,22 +91,31 @@ class MemoryServer:
         return await call_next(ctx)
 
     async def _session(self, ctx: Any) -> AgentMemory:
-        """The connection's mnemo session, opened on its first request for the connection's owner."""
+        """The connection's mnemo session, opened on its first request for the connection's owner.
+
+        A 2026-07-28 client sends every request as its own envelope, so each arrives on a connection
+        of its own: those share one session per user, open until the server stops, rather than opening
+        (and archiving) a session per request."""
         connection = _connection(ctx)
-        session: AgentMemory | None = connection.state.get(_STATE_KEY)
+        user_id = connection.state.get(_OWNER_KEY, self._request_user(ctx))
+        if connection.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            state, key, closes_with = self._per_user.setdefault(user_id, {}), None, None
+        else:
+            state, key, closes_with = connection.state, connection.session_id, connection.exit_stack
+        session: AgentMemory | None = state.get(_STATE_KEY)
         if session is not None:
             return session
-        user_id = connection.state.get(_OWNER_KEY, self._request_user(ctx))
-        # One lock per connection: its concurrent first requests open one session, and opening it
-        # (which may load an embedding model) holds up no other connection.
-        async with connection.state.setdefault(_OPENING_KEY, anyio.Lock()):
-            session = connection.state.get(_STATE_KEY)
+        # One lock per connection (or user): its concurrent first requests open one session, and
+        # opening it (which may load an embedding model) holds up no other connection.
+        async with state.setdefault(_OPENING_KEY, anyio.Lock()):
+            session = state.get(_STATE_KEY)
             if session is None:
-                key = f"mcp-{connection.session_id or uuid.uuid4().hex}"
-                session = await anyio.to_thread.run_sync(self._open_memory, key, user_id)
-                connection.state[_STATE_KEY] = session
+                session_key = f"mcp-{key or uuid.uuid4().hex}"
+                session = await anyio.to_thread.run_sync(self._open_memory, session_key, user_id)
+                state[_STATE_KEY] = session
                 self._open[id(session)] = session
-                connection.exit_stack.push_async_callback(self._close, session)
+                if closes_with is not None:
+                    closes_with.push_async_callback(self._close, session)
         return session
 
     def _request_user(self, ctx: Any) -> str:
@@ -124,6 +135,7 @@ class MemoryServer:
         for memory in list(self._open.values()):
             memory.close()
         self._open.clear()
+        self._per_user.clear()
 
     # -- tools --------------------------------------------------------------------------------
 
