@@ -205,3 +205,27 @@ async def test_each_connection_is_an_archived_mcp_session_of_its_user(home):
     mcp = [s for s in sessions if s.id.startswith("mcp-")]
     assert len(mcp) == 2 and {s.source for s in mcp} == {"mcp"}
     assert not [s for s in others if s.id.startswith("mcp-")]
+
+
+def test_garbage_on_stdin_leaves_the_server_serving(home):
+    process = subprocess.Popen(
+        serve_command(home), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        process.stdin.write(b"{not json at all\n" + b'{"jsonrpc": "2.0", "id": 7, "method": 12}\n')
+        process.stdin.write(json.dumps(INITIALIZE).encode() + b"\n")
+        process.stdin.flush()
+        answer = json.loads(process.stdout.readline())  # the SDK drops what it cannot parse, unanswered
+    finally:
+        process.stdin.close()
+        process.wait(timeout=60)
+    assert answer["id"] == 1 and answer["result"]["serverInfo"]["name"] == "mnemo"
+    assert process.returncode == 0
+
+
+async def test_an_unknown_resource_is_not_found(home):
+    async with stdio_session(home) as session:
+        with pytest.raises(MCPError, match="not found"):
+            await session.read_resource("mnemo://curated/SECRETS.md")
+        with pytest.raises(MCPError, match="not found"):
+            await session.read_resource("file:///etc/passwd")

@@ -14,6 +14,7 @@ hand one user's memory to another.
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import logging
 import uuid
@@ -68,6 +69,7 @@ class MemoryServer:
         self._per_user: dict[str, dict[str, Any]] = {}
         self.server = _Server(
             SERVER_NAME,
+            version=_version(),
             instructions=DEFAULT_INSTRUCTIONS,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
@@ -239,6 +241,13 @@ class MemoryServer:
         text = f"{DEFAULT_INSTRUCTIONS}\n\n{blocks}".strip()
         message = types.PromptMessage(role="user", content=types.TextContent(text=text))
         return types.GetPromptResult(description="Use your long-term memory.", messages=[message])
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("mnemo-local")
+    except importlib.metadata.PackageNotFoundError:  # running from a source tree
+        return ""
 
 
 def _connection(ctx: Any) -> Any:
