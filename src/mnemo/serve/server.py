@@ -148,7 +148,8 @@ class MemoryServer:
     async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         session = await self._session(ctx)
         arguments = params.arguments or {}
-        size = len(json.dumps(arguments, ensure_ascii=False).encode("utf-8"))
+        # Lone surrogates are the tools' to refuse (as invalid UTF-8, naming the field), not a crash here.
+        size = len(json.dumps(arguments, ensure_ascii=False).encode("utf-8", "surrogatepass"))
         if size > MAX_ARGUMENT_BYTES:
             result = failure(f"arguments too large: {size:,} bytes (at most {MAX_ARGUMENT_BYTES:,})", field="arguments")
         else:
