@@ -348,6 +348,9 @@ def _readme_commands() -> list[str]:
     inline = re.findall(r"`(mnemo [^`]+)`", text)
     blocks = re.findall(r"```sh\n(.*?)```", text, flags=re.S)
     fenced = [line.split("&&")[-1].strip() for block in blocks for line in block.splitlines() if "mnemo " in line]
+    # A leading VAR=value sets the environment for the command; the command starts at `mnemo`.
+    fenced = [re.sub(r"^(?:[A-Z_]+=\S*\s+)+", "", line) for line in fenced]
+    fenced = [line for line in fenced if line.startswith("mnemo ")]  # not another program's command
     return inline + fenced
 
 

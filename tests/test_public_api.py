@@ -23,7 +23,7 @@ def test_the_package_declares_its_type_hints():
 
 @pytest.mark.parametrize(
     "method",
-    ["remember", "recall", "forget", "relate", "search_sessions", "curated_edit", "prepare_messages", "handle_tool_call"],
+    ["remember", "recall", "get_memory", "forget", "relate", "search_sessions", "curated_edit", "prepare_messages", "handle_tool_call"],
 )
 def test_every_typed_call_has_a_documented_async_twin(method):
     twin = getattr(mnemo.AgentMemory, f"a{method}")

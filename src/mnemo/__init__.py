@@ -20,6 +20,9 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ".agent": (
         "AgentMemory", "SessionStateError",
     ),
+    ".anthropic_memory": (
+        "AnthropicMemoryTool", "MemoryToolError",
+    ),
     ".archive": (
         "Hit", "SessionHits", "SessionInfo", "StoredMessage",
     ),
@@ -77,6 +80,10 @@ if TYPE_CHECKING:
     from .agent import (
         AgentMemory,
         SessionStateError,
+    )
+    from .anthropic_memory import (
+        AnthropicMemoryTool,
+        MemoryToolError,
     )
     from .archive import (
         Hit,
@@ -193,6 +200,8 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "AnthropicMemoryTool",
+    "MemoryToolError",
     "Add",
     "AgentMemory",
     "AmbiguousMatch",

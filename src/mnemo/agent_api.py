@@ -116,6 +116,11 @@ class TypedMemoryAPI:
 
     recall = _on_graph(recall_memories)
 
+    def get_memory(self, memory_id: str) -> Memory:
+        """The memory ``memory_id`` of this scope; an id of another scope is unknown here:
+        :class:`~mnemo.graph.MemoryNotFound`."""
+        return self._graph().get(memory_id)
+
     def forget(self, memory_id: str) -> Memory:
         """Stop recalling memory ``memory_id`` (kept in history); returns it. An id of another scope is
         unknown here: :class:`~mnemo.graph.MemoryNotFound`."""
@@ -166,6 +171,7 @@ class TypedMemoryAPI:
 
     aremember = async_twin(remember)
     arecall = async_twin(recall)
+    aget_memory = async_twin(get_memory)
     aforget = async_twin(forget)
     arelate = async_twin(relate)
     asearch_sessions = async_twin(search_sessions)

@@ -20,7 +20,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from .database import database_path
 from .errors import ConfigError, InvalidArgument
@@ -36,6 +45,26 @@ def resolve_home(home: str | os.PathLike[str] | None = None) -> Path:
     if home is None:
         home = os.environ.get("MNEMO_HOME") or Path.home() / ".mnemo"
     return Path(home).expanduser()
+
+
+MIN_SERVE_TOKEN_LENGTH = 16
+
+
+class ServeToken(BaseModel):
+    """One ``[[serve.tokens]]`` table: the bearer ``token`` that opens ``user_id``'s memory over HTTP."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    token: SecretStr = Field(min_length=MIN_SERVE_TOKEN_LENGTH)
+    user_id: str
+
+    @field_validator("user_id")
+    @classmethod
+    def _user(cls, value: str) -> str:
+        try:
+            return check_id(value, "user_id")
+        except InvalidArgument as exc:
+            raise ValueError(exc.problem) from None
 
 
 class Settings(BaseModel):
@@ -90,6 +119,11 @@ class Settings(BaseModel):
 
     # threat scan: the learned classifier flags text whose injection probability reaches this (1.0: off)
     scan_threshold: float = Field(DEFAULT_SCAN_THRESHOLD, gt=0, le=1)
+
+    # mnemo serve over HTTP: serve_token (MNEMO_SERVE_TOKEN) opens the user_id setting's memory;
+    # [[serve.tokens]] tables (token, user_id) let one server serve several people, each in their scope
+    serve_token: SecretStr | None = Field(None, min_length=MIN_SERVE_TOKEN_LENGTH)
+    serve_tokens: tuple[ServeToken, ...] = ()
 
     # per-provider configuration, keyed by provider name
     providers: dict[str, dict[str, Any]] = Field(default_factory=dict)

@@ -49,6 +49,7 @@ _COMMANDS = (
     "chat",
     "scan",
     "doctor",
+    "serve",
 )
 
 

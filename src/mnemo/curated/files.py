@@ -126,11 +126,11 @@ def atomic_write(target: Path, data: bytes) -> None:
     except BaseException:
         Path(temp_name).unlink(missing_ok=True)
         raise
-    _fsync_directory(target.parent)
+    fsync_directory(target.parent)
 
 
-def _fsync_directory(directory: Path) -> None:
-    # The rename is only durable once the directory entry itself reaches the disk.
+def fsync_directory(directory: Path) -> None:
+    """Flush ``directory``'s entries to disk: a rename is only durable once the entry itself is."""
     fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(fd)
