@@ -48,6 +48,28 @@ class FileProblem(NamedTuple):
     text: str
 
 
+# Descriptors opened to read database headers, kept open for the life of the process. Closing any
+# descriptor of a file drops every POSIX lock this process holds on it, SQLite's included (SQLite defers
+# such closes itself; a plain open/close here does not): a header read closed beside a live connection
+# once let two connections of one process write the same database unlocked, losing rows and corrupting
+# its index. One descriptor per file, reused, is the cost of never closing one.
+_header_fds: dict[tuple[int, int], int] = {}
+_header_lock = threading.Lock()
+
+
+def _read_header(path: Path) -> tuple[bytes, int]:
+    """The first bytes of ``path`` and its size, through a descriptor this process never closes."""
+    with _header_lock:
+        st = os.stat(path)
+        fd = _header_fds.get((st.st_dev, st.st_ino))
+        if fd is None:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            opened = os.fstat(fd)
+            # Kept even if the path was replaced between stat and open: closing it is what must not happen.
+            _header_fds.setdefault((opened.st_dev, opened.st_ino), fd)
+        return os.pread(fd, _HEADER_BYTES, 0), os.fstat(fd).st_size
+
+
 def file_problem(path: str | Path) -> FileProblem | None:
     """Why the file at ``path`` cannot be opened as a database without risk, or None if it can.
 
@@ -61,9 +83,7 @@ def file_problem(path: str | Path) -> FileProblem | None:
             return None
         if not path.is_file():
             return FileProblem("not-a-file", "is not a regular file")
-        with path.open("rb") as handle:
-            header = handle.read(_HEADER_BYTES)
-            size = os.fstat(handle.fileno()).st_size
+        header, size = _read_header(path)
     except OSError as exc:
         return FileProblem("unreadable", f"cannot be read ({exc.strerror or exc})")
     if not header:
