@@ -46,6 +46,8 @@ from .llm import (
 from .loop import Conversation, ToolEvent, Turn
 from .providers import (
     BaseProvider,
+    ConfigField,
+    LifecycleHooks,
     MemoryProvider,
     ProviderCapabilities,
     ProviderError,
@@ -95,6 +97,7 @@ __all__ = [
     "BlockedContent",
     "ChatResponse",
     "ConfigError",
+    "ConfigField",
     "ContextScrubber",
     "Conversation",
     "DatabaseTooNew",
@@ -106,6 +109,7 @@ __all__ = [
     "InvalidArgument",
     "LLMError",
     "LLMNotConfigured",
+    "LifecycleHooks",
     "Memory",
     "MemoryFileDrifted",
     "MemoryNotFound",

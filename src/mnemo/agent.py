@@ -35,7 +35,9 @@ from .curated.store import check_target
 from .database import check_owned
 from .embeddings import named_embedder
 from .errors import InvalidArgument, MnemoError
-from .providers import ArchiveProvider, GraphProvider, MemoryProvider, ProviderRegistry
+from .providers import ArchiveProvider, GraphProvider, MemoryProvider, ProviderError, ProviderRegistry
+from .providers.configuration import session_configs
+from .providers.discovery import PluginProblem, load_enabled
 from .providers.registry import message_text
 from .safety import build_memory_context_block, inject_memory_context, scan
 from .tools._json import failure
@@ -65,7 +67,9 @@ class AgentMemory(TypedMemoryAPI):
     ``home`` and ``**settings`` override ``MNEMO_HOME/config.toml`` and the environment (see
     :mod:`mnemo.config`); ``user_id``, ``agent_id`` and ``channel_id`` set whose memory this is (see
     :mod:`mnemo.scope`). ``providers`` are extra :class:`~mnemo.providers.MemoryProvider` objects,
-    registered after the built-in archive and graph. Calls from several threads are safe.
+    registered after the built-in archive and graph; then come the plug-ins enabled in ``config.toml``
+    (see :mod:`mnemo.providers.discovery`), and those that could not load are in
+    :attr:`plugin_problems`. Calls from several threads are safe.
 
     Besides the agent-loop calls, the typed API (``remember``, ``recall``, ``forget``, ``relate``,
     ``search_sessions``, ``curated_edit`` and their ``a``-prefixed async twins) is documented in
@@ -96,6 +100,7 @@ class AgentMemory(TypedMemoryAPI):
         )
         for provider in (*self._builtin_providers(), *providers):
             self.registry.register(provider)
+        self.plugin_problems: tuple[PluginProblem, ...] = tuple(self._register_plugins())
         self._lock = threading.RLock()
         self._session_key: str | None = None
         self._system_prompt: str | None = None
@@ -141,6 +146,18 @@ class AgentMemory(TypedMemoryAPI):
             )
         return builtin
 
+    def _register_plugins(self) -> list[PluginProblem]:
+        """Register the plug-ins enabled in ``config.toml``; return why each of the others could not be."""
+        plugins, problems = load_enabled(self.settings.providers, skip={name for name, _ in self.registry.registered})
+        for plugin in plugins:
+            try:
+                self.registry.register(plugin)
+            except (TypeError, ProviderError) as exc:
+                problem = PluginProblem(plugin.name, str(exc))
+                log.error("%s", problem)
+                problems.append(problem)
+        return problems
+
     # -- session ------------------------------------------------------------------------------
 
     @property
@@ -159,7 +176,8 @@ class AgentMemory(TypedMemoryAPI):
                 raise SessionStateError(f"session {self._session_key!r} already started; use a new AgentMemory")
             self._freeze()
             self._session_key = session_key
-            self.registry.initialize_all(session_key, self.settings.providers)
+            configs = session_configs(self.registry.registered, self.settings.providers, home=self.settings.home)
+            self.registry.initialize_all(session_key, configs)
 
     def _freeze(self) -> None:
         """Load the curated store and freeze the system prompt from its snapshot."""

@@ -21,6 +21,7 @@ _COMMANDS = (
     "memory",
     "sessions",
     "graph",
+    "providers",
     "chat",
 )
 

@@ -20,6 +20,7 @@ from ..scope import Scope
 # The module, not its names: the tool imports the archive, so either may be imported first.
 from ..tools import session_search as _tool
 from ..tools._json import failure
+from .config_schema import ConfigField
 
 if TYPE_CHECKING:
     from ..embeddings.protocol import Embedder
@@ -128,6 +129,13 @@ class ArchiveProvider:
                 exist_ok=True,
             )
             self._session_id = session_key
+
+    def config_schema(self) -> list[ConfigField]:
+        """What ``mnemo providers setup archive`` asks for."""
+        return [
+            ConfigField("summarize", "summarise session_search results with the configured model (llm_* settings)", default=False),
+            ConfigField("source", "the source recorded on this agent's sessions", default="cli"),
+        ]
 
     def capabilities(self) -> dict[str, Any]:
         """Declares the ``session_search`` tool; never suppresses the curated store's writes."""

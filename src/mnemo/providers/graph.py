@@ -23,6 +23,7 @@ from ..graph.migrate_curated import TARGET_TYPES, curated_source, import_curated
 from ..graph.store import MemoryGraph
 from ..graph.types import Memory, MemoryType, Scope
 from ..tools.graph import GRAPH_TOOL_NAMES, GRAPH_TOOL_SCHEMAS, handle_graph_call
+from .config_schema import ConfigField
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -147,6 +148,10 @@ class GraphProvider:
     def set_frozen_entries(self, entries: Iterable[str]) -> None:
         """The entries of this session's frozen curated snapshot; per-turn context never repeats them."""
         self._frozen = frozenset(_normal(e) for e in entries if isinstance(e, str))
+
+    def config_schema(self) -> list[ConfigField]:
+        """What ``mnemo providers setup graph`` asks for (no defaults: unset keeps mnemo's settings)."""
+        return [ConfigField("context_chars", "characters of recalled memories added per turn (default: graph_context_chars)", kind=int)]
 
     def capabilities(self) -> dict[str, Any]:
         """The four graph tools; local curated writes are never suppressed."""

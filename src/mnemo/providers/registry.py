@@ -251,6 +251,11 @@ class ProviderRegistry:
             if tool in self._tools:
                 raise ProviderError(f"tool {tool!r} is already served by provider {self._tools[tool].name!r}")
 
+    @property
+    def registered(self) -> tuple[tuple[str, MemoryProvider], ...]:
+        """Every registered ``(name, provider)``, in registration order, active or not."""
+        return tuple(self._registered)
+
     # -- what is active --------------------------------------------------------------------------
 
     @property
