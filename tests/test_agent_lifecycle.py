@@ -327,3 +327,17 @@ def test_lifecycle_async_twins_run_under_a_running_loop(tmp_path):
     asyncio.run(main(memory))
     assert provider.hook("on_session_switch") == [("s2", "s1", False, False)]
     assert len(provider.hook("on_session_end")) == 1
+
+
+def test_a_switch_to_another_scopes_session_records_nothing_anywhere(tmp_path, caplog):
+    with _open(tmp_path, archive_enabled=True, session="bobs", user_id="bob") as bob:
+        bob.turn_complete("bob's secret plan", "ok")
+    with _open(tmp_path, archive_enabled=True, user_id="alice") as memory:
+        memory.switch_session("bobs")
+        memory.turn_complete("alice's words", "ok")
+        memory.end_session()
+        assert archive_of(memory).get_session("bobs") is None
+        assert [m.text for m in archive_of(memory).messages("s1")] == []
+    assert any("taken by another scope" in r.message for r in caplog.records)
+    with _open(tmp_path, archive_enabled=True, session="bob-2", user_id="bob") as bob:
+        assert [m.text for m in archive_of(bob).messages("bobs")] == ["bob's secret plan", "ok"]

@@ -207,10 +207,15 @@ class ArchiveProvider:
     ) -> None:
         """Record from now on under ``new_session_id`` (continued if it exists), whose parent is
         ``parent_session_id``: the lineage ``session_search`` leaves out follows the switch. A parent
-        unknown to this scope's archive is logged and the session kept without one."""
+        unknown to this scope's archive is logged and the session kept without one; an id this scope
+        cannot use stops the recording (the error is logged by the registry)."""
         if self._archive is None or self._archive.closed:
             return
         with self._lock:
+            # Until the new session exists nothing is recorded: the old session must not receive the
+            # new one's turns (and an id taken by another scope is never written to).
+            self._session_id = None
+            self._recorded_turns.clear()
             try:
                 self._archive.start_session(
                     new_session_id, source=self._source, parent_session_id=parent_session_id, exist_ok=True
@@ -221,7 +226,6 @@ class ArchiveProvider:
                 log.warning("archive: %s; session %r recorded without a parent", exc.problem, new_session_id)
                 self._archive.start_session(new_session_id, source=self._source, exist_ok=True)
             self._session_id = new_session_id
-            self._recorded_turns.clear()
 
     def on_session_end(self, messages: Sequence[Mapping[str, Any]]) -> None:
         """Mark the current session ended; its messages were archived turn by turn already."""
