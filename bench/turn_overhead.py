@@ -22,7 +22,6 @@ import tempfile
 import time
 
 from _tables import print_table
-
 from mnemo import AgentMemory
 from mnemo.providers import BaseProvider
 

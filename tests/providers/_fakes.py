@@ -117,6 +117,13 @@ class Stuck(Recorder):
         super()._record(hook, *args)
 
 
+def timed(call: Any, *args: Any) -> tuple[Any, float]:
+    """``call(*args)`` and the seconds it took."""
+    started = time.monotonic()
+    result = call(*args)
+    return result, time.monotonic() - started
+
+
 def tool(name: str) -> dict[str, Any]:
     """An OpenAI function-format schema for a tool taking one string ``query``."""
     return {

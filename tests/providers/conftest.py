@@ -7,7 +7,31 @@ import uuid
 
 import pytest
 
+from mnemo.providers import ProviderRegistry
 from support.plugins import install_distribution
+
+
+@pytest.fixture
+def session():
+    """Build an initialized registry from providers; after the test, release any provider still held
+    in a hook (``release`` event) and shut every registry down."""
+    made = []
+
+    def start(*providers, **deadlines):
+        registry = ProviderRegistry(**deadlines)
+        for provider in providers:
+            registry.register(provider)
+        registry.initialize_all("session", {})
+        made.append((registry, providers))
+        return registry
+
+    yield start
+    for registry, providers in made:
+        for provider in providers:
+            release = getattr(provider, "release", None)
+            if release is not None:
+                release.set()
+        registry.shutdown_all()
 
 PLUGIN_SOURCE = '''
 from mnemo import BaseProvider, ConfigField

@@ -10,39 +10,11 @@ import time
 
 import pytest
 
-from mnemo.providers import ProviderRegistry
 from mnemo.providers.protocol import OPTIONAL_HOOKS
 
-from ._fakes import Hooked, Raising, RaisingHooked, Recorder, SlowHooked, StuckHooked
+from ._fakes import Hooked, Raising, RaisingHooked, Recorder, SlowHooked, StuckHooked, timed
 
 MARGIN = 0.5
-
-
-@pytest.fixture
-def session():
-    """Build an initialized registry from providers; release stuck ones and shut down after the test."""
-    made = []
-
-    def start(*providers, **deadlines):
-        registry = ProviderRegistry(**deadlines)
-        for provider in providers:
-            registry.register(provider)
-        registry.initialize_all("session", {})
-        made.append((registry, providers))
-        return registry
-
-    yield start
-    for registry, providers in made:
-        for provider in providers:
-            if isinstance(provider, StuckHooked):
-                provider.release.set()
-        registry.shutdown_all()
-
-
-def timed(call, *args):
-    started = time.monotonic()
-    result = call(*args)
-    return result, time.monotonic() - started
 
 
 def drive_lifecycle(registry):
@@ -214,22 +186,18 @@ def test_a_prefetch_still_running_is_waited_for_within_the_deadline(session):
     assert registry.enrich_turn("next", []) == [("a", "late but in time")]
 
 
-def test_a_switch_drops_the_prefetch_of_the_old_session(session):
+@pytest.mark.parametrize(
+    "boundary",
+    [lambda registry: registry.on_session_switch("new", None, True, False), lambda registry: registry.on_session_end([])],
+    ids=["switch", "end"],
+)
+def test_a_session_boundary_drops_the_prefetch(session, boundary):
     provider = Hooked("a", context="fresh")
     provider.prefetched = "stale"
     registry = session(provider)
     registry.prefetch("old session question")
-    registry.on_session_switch("new", None, True, False)
+    boundary(registry)
     assert registry.enrich_turn("new session question", []) == [("a", "fresh")]
-
-
-def test_session_end_drops_the_prefetch(session):
-    provider = Hooked("a", context="fresh")
-    provider.prefetched = "stale"
-    registry = session(provider)
-    registry.prefetch("q")
-    registry.on_session_end([])
-    assert registry.enrich_turn("q2", []) == [("a", "fresh")]
 
 
 def test_a_newer_prefetch_replaces_an_unserved_one(session):

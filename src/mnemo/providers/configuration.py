@@ -13,11 +13,11 @@ in and its secrets read from the process environment, else the environment file.
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import re
 import tomllib
-import logging
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
