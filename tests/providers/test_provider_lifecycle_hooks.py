@@ -6,6 +6,7 @@ Deadlines here are the feature under test; the margins are generous so a loaded 
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -200,6 +201,32 @@ def test_a_session_boundary_drops_the_prefetch(session, boundary):
     assert registry.enrich_turn("new session question", []) == [("a", "fresh")]
 
 
+def test_a_dropped_prefetch_still_running_delays_the_next_turn_but_never_loses_it(session):
+    provider = StuckHooked("a", blocking=("prefetch",), context="fresh")
+    registry = session(provider, enrich_timeout=5)
+    registry.prefetch("old session question")
+    deadline = time.monotonic() + 5
+    while not provider.entered.get("prefetch") and time.monotonic() < deadline:
+        time.sleep(0.01)
+    registry.on_session_switch("new", None, True, False)
+    threading.Timer(0.2, provider.release.set).start()
+    assert registry.enrich_turn("new session question", []) == [("a", "fresh")]
+
+
+def test_a_dropped_prefetch_that_stays_stuck_costs_one_deadline_then_nothing(session):
+    provider = StuckHooked("a", blocking=("prefetch",), context="x")
+    registry = session(provider, enrich_timeout=0.3)
+    registry.prefetch("q")
+    deadline = time.monotonic() + 5
+    while not provider.entered.get("prefetch") and time.monotonic() < deadline:
+        time.sleep(0.01)
+    registry.on_session_switch("new", None, False, False)
+    context, elapsed = timed(registry.enrich_turn, "q2", [])
+    assert context == [] and elapsed < 0.3 + MARGIN
+    context, elapsed = timed(registry.enrich_turn, "q3", [])
+    assert context == [] and elapsed < MARGIN
+
+
 def test_a_newer_prefetch_replaces_an_unserved_one(session):
     provider = Hooked("a")
     registry = session(provider)
@@ -288,3 +315,13 @@ def test_lifecycle_events_run_on_the_event_worker(session):
         "on_session_switch": "mnemo-a-events",
         "on_session_end": "mnemo-a-events",
     }
+
+
+def test_every_turn_of_a_back_and_forth_is_served_from_its_prefetch(session):
+    provider = Hooked("a", context="live")
+    registry = session(provider)
+    for turn in range(20):
+        provider.prefetched = f"for turn {turn + 1}"
+        registry.prefetch(f"question {turn}")
+        assert registry.enrich_turn(f"question {turn + 1}", []) == [("a", f"for turn {turn + 1}")]
+    assert provider.calls_to("enrich_turn") == []

@@ -90,7 +90,10 @@ class _Active:
     # Waited-for hooks (switch, end) submitted and not yet returned: a provider stuck in one is not
     # handed another.
     in_flight: set[str] = field(default_factory=set)
+    # The prefetch waiting to be served, and the one whose job has not yet left the workers (served,
+    # dropped or not).
     prefetched: _Prefetch | None = None
+    prefetching: _Prefetch | None = None
 
 
 @dataclass(eq=False)
@@ -305,7 +308,7 @@ class ProviderRegistry:
                 slot, entry.prefetched = entry.prefetched, None
             if slot is not None:
                 served.append((entry, slot))
-            elif entry.enrich_lane.pending:
+            elif entry.enrich_lane.pending and not _behind_prefetch(entry):
                 log.info("%s: enrich_turn skipped: its previous call is still running", entry.name)
             else:
                 asked.append(entry)
@@ -341,10 +344,11 @@ class ProviderRegistry:
             with self._prefetch_lock:
                 _drop(entry.prefetched)
                 entry.prefetched = None
-                if entry.enrich_lane.pending:
+                finishing = entry.prefetching is not None and entry.prefetching.done.is_set()
+                if entry.enrich_lane.pending and not (finishing and entry.enrich_lane.pending == 1):
                     log.info("%s: prefetch skipped: its previous call is still running", entry.name)
                     continue
-                slot = entry.prefetched = _Prefetch(query)
+                slot = entry.prefetched = entry.prefetching = _Prefetch(query)
             if not entry.event_lane.submit(functools.partial(_queue_prefetch, entry, slot), limit=_MAX_PENDING_EVENTS):
                 log.warning("%s: prefetch dropped: the provider is not keeping up or is shut down", entry.name)
                 self._drop_prefetch(entry)
@@ -517,6 +521,20 @@ def _returned(entry: _Active, hook: str, gather: Gather, index: int, result: Any
     gather.record(index, result)
 
 
+def _behind_prefetch(entry: _Active) -> bool:
+    """Whether the one job keeping the enrich worker busy is a prefetch (dropped, or served and just
+    finishing): the turn's ``enrich_turn`` then queues behind it under the same deadline rather than
+    being skipped, since the provider is not known to be stuck. A second job queued behind a stuck
+    prefetch makes two, and from then on the provider is skipped."""
+    return entry.prefetching is not None and entry.enrich_lane.pending == 1
+
+
+def _prefetch_left(entry: _Active, slot: _Prefetch, _result: Any = None) -> None:
+    """The prefetch job of ``slot`` left the enrich worker (or never reached it)."""
+    if entry.prefetching is slot:
+        entry.prefetching = None
+
+
 def _drop(slot: _Prefetch | None) -> None:
     if slot is not None:
         slot.dropped = True
@@ -524,8 +542,10 @@ def _drop(slot: _Prefetch | None) -> None:
 
 def _queue_prefetch(entry: _Active, slot: _Prefetch) -> None:
     """On the event worker, after the turn's events: hand the lookup to the enrich worker."""
-    if slot.dropped or not entry.enrich_lane.submit(functools.partial(_run_prefetch, entry.name, entry.provider, slot)):
+    job = functools.partial(_run_prefetch, entry.name, entry.provider, slot)
+    if slot.dropped or not entry.enrich_lane.submit(job, functools.partial(_prefetch_left, entry, slot)):
         slot.done.set()
+        _prefetch_left(entry, slot)
 
 
 def _run_prefetch(name: str, provider: MemoryProvider, slot: _Prefetch) -> None:
