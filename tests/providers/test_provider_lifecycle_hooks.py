@@ -18,6 +18,13 @@ from ._fakes import Hooked, Raising, RaisingHooked, Recorder, SlowHooked, StuckH
 MARGIN = 0.5
 
 
+def wait_until_inside(provider, hook):
+    """Block until a Stuck provider is held inside ``hook``."""
+    deadline = time.monotonic() + 5
+    while not provider.entered.get(hook) and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 def drive_lifecycle(registry):
     registry.on_turn_start(1, "hi")
     registry.on_delegation("summarise the logs", "three errors", "child-1")
@@ -205,9 +212,7 @@ def test_a_dropped_prefetch_still_running_delays_the_next_turn_but_never_loses_i
     provider = StuckHooked("a", blocking=("prefetch",), context="fresh")
     registry = session(provider, enrich_timeout=5)
     registry.prefetch("old session question")
-    deadline = time.monotonic() + 5
-    while not provider.entered.get("prefetch") and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until_inside(provider, "prefetch")
     registry.on_session_switch("new", None, True, False)
     threading.Timer(0.2, provider.release.set).start()
     assert registry.enrich_turn("new session question", []) == [("a", "fresh")]
@@ -217,9 +222,7 @@ def test_a_dropped_prefetch_that_stays_stuck_costs_one_deadline_then_nothing(ses
     provider = StuckHooked("a", blocking=("prefetch",), context="x")
     registry = session(provider, enrich_timeout=0.3)
     registry.prefetch("q")
-    deadline = time.monotonic() + 5
-    while not provider.entered.get("prefetch") and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until_inside(provider, "prefetch")
     registry.on_session_switch("new", None, False, False)
     context, elapsed = timed(registry.enrich_turn, "q2", [])
     assert context == [] and elapsed < 0.3 + MARGIN
