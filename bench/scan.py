@@ -1,19 +1,50 @@
-"""Cost of mnemo's safety layer: threat scan, context fence and streaming scrubber.
+"""mnemo's safety layer: what the threat scan catches on sources it never saw, and what it all costs.
 
-Run: ``python bench/scan.py``. Each row is the median of several timed repetitions. The baseline row
-for the scan is NFKC normalisation plus lower-casing of the same text, the floor any Unicode-aware
-scanner pays; the scrubber's baseline is joining the same chunks without scrubbing.
+Run: ``python bench/scan.py [--dev PATH] [--threshold T] [--skip-detection]`` (a few minutes).
+
+Detection: every source group of the development set (``../shared/data/injection/dev.jsonl``) and the
+examples written for mnemo (``tests/safety/data/``) is held out in turn; the classifier is retrained by
+``scripts/train_scan.py``'s recipe on the shippable rest and scores the held-out group. A text counts as
+flagged when the patterns flag it or the held-out classifier's probability reaches the threshold. The sweep
+over thresholds pools all groups; the default threshold is the lowest whose pooled false-positive rate is
+at most 1%. Per-source and per-category tables also show the shipped model, which has seen the shippable
+groups (so its numbers on them are not estimates of anything).
+
+Speed: p50/p95 of scanning full 2,200-character entries and dev-set notes; the worst hostile input found;
+``remember_many`` with scanning on against the same run with scanning off.
+
+The last section times each operation against a baseline in the same run: NFKC normalisation plus
+lower-casing of the same text for the scan; joining the same chunks for the scrubber. The last line is JSON.
 """
 
 from __future__ import annotations
 
+import argparse
+import importlib
+import json
 import statistics
+import sys
+import tempfile
 import time
 import unicodedata
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 
-from mnemo.safety import ContextScrubber, build_memory_context_block, sanitize_context, scan
-from mnemo.safety.scan import SCAN_CHAR_LIMIT
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import train_scan  # noqa: E402
+
+from _tables import print_table  # noqa: E402
+from mnemo.graph import MemoryGraph  # noqa: E402
+from mnemo.safety import ContextScrubber, build_memory_context_block, sanitize_context, scan  # noqa: E402
+from mnemo.safety.classifier import Model, load_model  # noqa: E402
+from mnemo.safety.scan import DEFAULT_SCAN_THRESHOLD, SCAN_CHAR_LIMIT  # noqa: E402
+
+# The package re-exports the function under the module's name, so fetch the module itself.
+scan_module = importlib.import_module("mnemo.safety.scan")
 
 
 def _median_seconds(function: Callable[[], object], *, budget: float = 0.4) -> float:
@@ -93,12 +124,229 @@ def bench_scrubber() -> list[str]:
     ]
 
 
-def main() -> None:
+# --- detection -------------------------------------------------------------------------------------
+
+SHOWN_THRESHOLDS = (0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0)
+CANDIDATE_THRESHOLDS = tuple(round(0.5 + step / 100, 2) for step in range(50)) + (1.0,)
+FP_TARGET = 0.01
+
+
+@dataclass
+class _Scored:
+    example: train_scan.Example
+    patterns: bool
+    """Flagged by the patterns or the invisible-character check (the classifier off)."""
+    held_out: float
+    """Classifier probability from the model trained without this example's group."""
+    shipped: float
+    """Classifier probability from the shipped model (trained on this example if its group is shippable)."""
+
+
+def _score_all(dev: list[train_scan.Example]) -> list[_Scored]:
+    """Every dev and written example, scored by patterns, its leave-one-group-out model and the shipped one."""
+    examples = dev + train_scan.load_written()
+    readings = [scan_module._readings(example.text[:SCAN_CHAR_LIMIT]) for example in examples]
+    shipped_model = load_model()
+    held_out: dict[int, float] = {}
+    groups = sorted({example.group for example in examples})
+    print(f"leave-one-source-out: {len(groups)} folds ...", file=sys.stderr, flush=True)
+    for group in groups:
+        training = [e for e in train_scan.training_set(dev) if e.group != group]
+        weights, bias = train_scan.fit(training)
+        model = Model(*train_scan.quantise(weights), bias)
+        for index, example in enumerate(examples):
+            if example.group == group:
+                held_out[index] = scan_module._classifier_best(readings[index], model)[0]
+    return [
+        _Scored(
+            example,
+            bool(scan(example.text, threshold=1.0)),
+            held_out[index],
+            scan_module._classifier_best(readings[index], shipped_model)[0],
+        )
+        for index, example in enumerate(examples)
+    ]
+
+
+def _flagged(row: _Scored, threshold: float, *, shipped: bool = False) -> bool:
+    probability = row.shipped if shipped else row.held_out
+    return row.patterns or (threshold < 1.0 and probability >= threshold)
+
+
+def _rate(rows: list[_Scored], threshold: float, *, shipped: bool = False) -> float:
+    return sum(_flagged(row, threshold, shipped=shipped) for row in rows) / len(rows) if rows else 0.0
+
+
+def _pooled(rows: list[_Scored], threshold: float) -> tuple[float, float]:
+    """Held-out detection rate over attacks and false-positive rate over benign texts, all groups pooled."""
+    attacks = [row for row in rows if row.example.attack]
+    benign = [row for row in rows if not row.example.attack]
+    return _rate(attacks, threshold), _rate(benign, threshold)
+
+
+def detection_tables(rows: list[_Scored], threshold: float) -> dict[str, object]:
+    """Print the detection tables; return the numbers for the JSON line."""
+    sweep = [(candidate, *_pooled(rows, candidate)) for candidate in CANDIDATE_THRESHOLDS]
+    chosen = min((t for t, _, f in sweep if f <= FP_TARGET), default=1.0)
+    print_table(
+        "Threshold sweep, leave-one-source-out (patterns OR classifier >= threshold; 1.0 = patterns only)",
+        ["threshold", "detection (held out)", "false positives (held out)"],
+        [
+            (f"{t:.2f}{' (lowest with FP <= 1%)' if t == chosen else ''}", f"{d:.3f}", f"{f:.4f}")
+            for t, d, f in sweep
+            if t in SHOWN_THRESHOLDS or t == chosen
+        ],
+    )
+    by_group: dict[tuple[str, bool], list[_Scored]] = {}
+    for row in rows:
+        by_group.setdefault((row.example.group, row.example.attack), []).append(row)
+    group_rows = []
+    for (group, attack), members in sorted(by_group.items(), key=lambda item: (not item[0][1], item[0][0])):
+        shippable = members[0].example.shippable
+        group_rows.append(
+            (
+                group,
+                "attack" if attack else "benign",
+                len(members),
+                "yes" if shippable else "no (licence)",
+                f"{_rate(members, 1.0):.3f}",
+                f"{_rate(members, threshold):.3f}",
+                f"{_rate(members, threshold, shipped=True):.3f}",
+            )
+        )
+    print_table(
+        f"Per source at threshold {threshold} (rate flagged: detection for attacks, false positives for benign)",
+        ["source", "side", "n", "in shipped training", "patterns only", "held out", "shipped model"],
+        group_rows,
+    )
+    by_category: dict[str, list[_Scored]] = {}
+    for row in rows:
+        if row.example.attack:
+            by_category.setdefault(row.example.category, []).append(row)
+    print_table(
+        f"Attacks per category at threshold {threshold}",
+        ["category", "n", "patterns only", "held out", "shipped model"],
+        [
+            (category, len(members), f"{_rate(members, 1.0):.3f}", f"{_rate(members, threshold):.3f}",
+             f"{_rate(members, threshold, shipped=True):.3f}")
+            for category, members in sorted(by_category.items())
+        ],  # fmt: skip
+    )
+    detection, false_positives = _pooled(rows, threshold)
+    return {
+        "threshold": threshold,
+        "threshold_chosen_by_sweep": chosen,
+        "held_out_detection": round(detection, 4),
+        "held_out_false_positives": round(false_positives, 4),
+        "patterns_only_detection": round(_pooled(rows, 1.0)[0], 4),
+        "patterns_only_false_positives": round(_pooled(rows, 1.0)[1], 4),
+        "per_source_held_out": {
+            f"{group}/{'attack' if attack else 'benign'}": round(_rate(members, threshold), 4)
+            for (group, attack), members in sorted(by_group.items())
+        },
+    }
+
+
+# --- speed targets -------------------------------------------------------------------------------------
+
+
+def _percentile(samples: list[float], fraction: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def _entry_p95(texts: list[str]) -> tuple[float, float]:
+    """p50 and p95 seconds to scan each of ``texts`` (several passes)."""
+    samples = []
+    for _ in range(5):
+        for text in texts:
+            started = time.perf_counter()
+            scan(text)
+            samples.append(time.perf_counter() - started)
+    return _percentile(samples, 0.5), _percentile(samples, 0.95)
+
+
+def _remember_many_rate(notes: list[str], *, scanning: bool) -> float:
+    """Memories per second written by ``remember_many`` (batches of 1,000) into a fresh graph."""
+    from mnemo.graph import store as graph_store
+
+    original = graph_store.scan
+    if not scanning:
+        graph_store.scan = lambda text, threshold=None: ()  # type: ignore[assignment]
+    try:
+        with tempfile.TemporaryDirectory() as directory:
+            graph = MemoryGraph(Path(directory) / "state.db")
+            started = time.perf_counter()
+            for begin in range(0, len(notes), 1_000):
+                graph.remember_many([{"content": note} for note in notes[begin : begin + 1_000]])
+            elapsed = time.perf_counter() - started
+            graph.close()
+    finally:
+        graph_store.scan = original
+    return len(notes) / elapsed
+
+
+def speed_table(dev: list[train_scan.Example]) -> dict[str, float]:
+    benign = [example.text for example in dev if not example.attack] + train_scan.load_written_benign()
+    # Consecutive benign texts joined until they fill a curated store's 2,200 characters.
+    full_entries, pending = [], ""
+    for text in benign:
+        pending = f"{pending} {text}".strip()
+        if len(pending) >= 2_200:
+            full_entries.append(pending[:2_200])
+            pending = ""
+    p50, p95 = _entry_p95(full_entries)
+    short_p50, short_p95 = _entry_p95(benign[:400])
+    worst_label, worst = "", 0.0
+    for label, text in HOSTILE_WORST_CASES.items():
+        seconds = max(_median_seconds(lambda text=text: scan(text), budget=0.2) for _ in range(2))
+        if seconds > worst:
+            worst_label, worst = label, seconds
+    # Only notes the scan passes: a refused note would abort the batch it is in.
+    clean = [text for text in benign if not scan(text)]
+    notes = [f"{clean[i % len(clean)]} (note {i})" for i in range(6_000)]
+    off = _remember_many_rate(notes, scanning=False)
+    on = _remember_many_rate(notes, scanning=True)
+    print_table(
+        "Speed (this run; the machine is shared, so compare rows of one run)",
+        ["measure", "value", "target"],
+        [
+            (f"full 2,200-char entry ({len(full_entries)} benign entries x5): p50 / p95 ms",
+             f"{p50 * 1e3:.2f} / {p95 * 1e3:.2f}", "p95 <= 5"),
+            (f"dev-set note ({min(400, len(benign))} notes x5): p50 / p95 ms",
+             f"{short_p50 * 1e3:.3f} / {short_p95 * 1e3:.3f}", ""),
+            (f"worst hostile input: {worst_label} (ms)", f"{worst * 1e3:.1f}", "<= 100"),
+            ("remember_many, scanning off (memories/s)", f"{off:,.0f}", ""),
+            ("remember_many, scanning on (memories/s)", f"{on:,.0f}", ">= 3,000"),
+        ],  # fmt: skip
+    )
+    return {
+        "entry_p50_ms": round(p50 * 1e3, 3),
+        "entry_p95_ms": round(p95 * 1e3, 3),
+        "note_p50_ms": round(short_p50 * 1e3, 3),
+        "worst_hostile_ms": round(worst * 1e3, 2),
+        "remember_many_per_s_scan_off": round(off),
+        "remember_many_per_s_scan_on": round(on),
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Threat scan: detection on held-out sources, and speed.")
+    parser.add_argument("--dev", type=Path, default=train_scan.DEFAULT_DEV_SET, help="development set (dev.jsonl)")
+    parser.add_argument("--threshold", type=float, default=DEFAULT_SCAN_THRESHOLD, help="classifier threshold")
+    parser.add_argument("--skip-detection", action="store_true", help="speed only (no dev set needed)")
+    args = parser.parse_args(argv)
+    result: dict[str, object] = {}
+    dev = train_scan.load_dev_set(args.dev) if not args.skip_detection else []
+    if not args.skip_detection:
+        result["detection"] = detection_tables(_score_all(dev), args.threshold)
+    result["speed"] = speed_table(dev)
     header = f"{'operation':<56} {'chars':>8} {'median us':>12} {'vs base':>7}"
     print(header)
     print("-" * len(header))
     for row in (*bench_scan(), *bench_fence(), *bench_scrubber()):
         print(row)
+    print(json.dumps(result))
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 
-from mnemo import AgentMemory, DatabaseTooNew, ForeignDatabase, _db
+from mnemo import AgentMemory, DatabaseTooNew, ForeignDatabase, StorageUnavailable, _db
 from mnemo.archive import SessionArchive
 from mnemo.archive import schema as archive_schema
 from mnemo.cli import main
@@ -121,16 +121,16 @@ def test_an_empty_file_is_mnemos_to_create(tmp_path):
         archive.start_session("s")
 
 
-def test_agent_memory_open_stops_with_the_typed_error_on_a_foreign_or_newer_database(tmp_path):
+def test_agent_memory_open_stops_naming_a_foreign_or_newer_database(tmp_path):
     make_hermes_state_db(tmp_path / DATABASE_FILENAME)
     before = digest(tmp_path / DATABASE_FILENAME)
-    with pytest.raises(ForeignDatabase):
+    with pytest.raises(StorageUnavailable, match="is not mnemo's database"):
         AgentMemory.open("s1", tmp_path, **FAST)
     assert digest(tmp_path / DATABASE_FILENAME) == before
     newer = tmp_path / "newer"
     _mnemo_db_with_version(newer / DATABASE_FILENAME, "graph", 99)
-    with pytest.raises(DatabaseTooNew):
-        AgentMemory(newer, **FAST)
+    with pytest.raises(StorageUnavailable, match="written by a newer mnemo"):
+        AgentMemory.open("s1", newer, **FAST)
 
 
 def test_the_cli_stops_with_one_line_naming_the_file(tmp_path, capsys):

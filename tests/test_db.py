@@ -94,3 +94,22 @@ def test_a_file_that_is_not_a_database_is_an_error(tmp_path):
     with pytest.raises(DatabaseError):
         connect(path)
     assert path.read_bytes() == b"not a database at all" * 100
+
+
+def test_a_write_transaction_inside_another_is_a_savepoint(tmp_path):
+    conn = connect(tmp_path / "nested.db")
+    conn.execute("CREATE TABLE t (x INTEGER)")
+    with write_transaction(conn):
+        conn.execute("INSERT INTO t VALUES (1)")
+        with pytest.raises(ValueError), write_transaction(conn):
+            conn.execute("INSERT INTO t VALUES (2)")
+            raise ValueError("inner part refused")
+        with write_transaction(conn):
+            conn.execute("INSERT INTO t VALUES (3)")
+    assert [r[0] for r in conn.execute("SELECT x FROM t ORDER BY x")] == [1, 3]
+    with pytest.raises(ValueError), write_transaction(conn):
+        with write_transaction(conn):
+            conn.execute("INSERT INTO t VALUES (4)")
+        raise ValueError("the outer transaction fails after its inner part succeeded")
+    assert [r[0] for r in conn.execute("SELECT x FROM t ORDER BY x")] == [1, 3]
+    conn.close()

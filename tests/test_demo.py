@@ -35,3 +35,35 @@ def test_demo_command_prints_readable_sections(tmp_path, capsys):
     out = capsys.readouterr().out
     for heading in ("session 1", "session 2", "frozen system-prompt snapshot", "fenced context"):
         assert heading in out
+
+
+def test_demo_refuses_a_home_that_is_not_empty(tmp_path, capsys):
+    real = tmp_path / "real-home"
+    (real / "memories").mkdir(parents=True)
+    (real / "memories" / "USER.md").write_text("Name: Grace", encoding="utf-8")
+    assert main(["--home", str(real), "demo"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"mnemo: home {real} is not empty (memories)") and "--force" in err and err.count("\n") == 1
+    assert sorted(p.name for p in real.rglob("*")) == ["USER.md", "memories"]
+    assert (real / "memories" / "USER.md").read_text(encoding="utf-8") == "Name: Grace"
+
+
+def test_demo_refuses_a_home_holding_only_a_database(tmp_path, capsys):
+    from mnemo.config import load_settings
+
+    home = tmp_path / "home"
+    home.mkdir()
+    database = load_settings(home).database_path
+    database.write_bytes(b"")
+    assert main(["--home", str(home), "demo", "--json"]) == 1
+    refused = json.loads(capsys.readouterr().out)
+    assert refused["success"] is False and database.name in refused["error"]
+    assert database.read_bytes() == b""
+
+
+def test_demo_runs_on_a_missing_or_empty_home_and_with_force_on_a_used_one(tmp_path, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for argv in ([str(tmp_path / "new" / "home"), "demo"], [str(empty), "demo"], [str(empty), "demo", "--force"]):
+        assert main(["--home", *argv, "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["success"] is True

@@ -40,11 +40,11 @@ def _alice_memory_id(run) -> str:
 
 
 def test_sessions_list_and_search_show_only_the_users_sessions(run):
-    assert [s["id"] for s in run("sessions", "list", "--user", "alice")[1]] == ["alice-1"]
-    assert run("sessions", "list", "--user", "bob")[1] == []
-    assert len(run("sessions", "search", "okapi", "--user", "alice")[1]) == 1
-    assert run("sessions", "search", "okapi", "--user", "bob")[1] == []
-    assert run("sessions", "list")[1] == []  # no --user: the empty scope, not everyone
+    assert [s["id"] for s in run("sessions", "list", "--user", "alice")[1]["sessions"]] == ["alice-1"]
+    assert run("sessions", "list", "--user", "bob")[1]["sessions"] == []
+    assert run("sessions", "search", "okapi", "--user", "alice")[1]["count"] == 1
+    assert run("sessions", "search", "okapi", "--user", "bob")[1]["count"] == 0
+    assert run("sessions", "list")[1]["sessions"] == []  # no --user: the empty scope, not everyone
 
 
 def test_sessions_show_and_delete_of_another_users_session_are_no_such_session(run):
@@ -52,7 +52,7 @@ def test_sessions_show_and_delete_of_another_users_session_are_no_such_session(r
     assert code == 1 and "no session" in err
     code, _, err = run("sessions", "delete", "alice-1", "--user", "bob")
     assert code == 1 and "no session" in err
-    assert [s["id"] for s in run("sessions", "list", "--user", "alice")[1]] == ["alice-1"]
+    assert [s["id"] for s in run("sessions", "list", "--user", "alice")[1]["sessions"]] == ["alice-1"]
 
 
 def test_graph_recall_show_stats_and_export_show_only_the_users_memories(run):
@@ -90,19 +90,19 @@ def test_memory_commands_read_and_edit_only_the_users_curated_files(run):
 
 def test_scope_options_go_before_or_after_the_command(home, capsys):
     assert main(["--home", str(home), "--user", "alice", "--json", "sessions", "list"]) == 0
-    assert [s["id"] for s in json.loads(capsys.readouterr().out)] == ["alice-1"]
+    assert [s["id"] for s in json.loads(capsys.readouterr().out)["sessions"]] == ["alice-1"]
     assert main(["--home", str(home), "--user", "alice", "graph", "--json", "recall", "launch"]) == 0
     assert json.loads(capsys.readouterr().out)["count"] == 1
 
 
 def test_agent_and_channel_narrow_the_scope(run):
-    assert run("sessions", "list", "--user", "alice", "--agent", "support")[1] == []
+    assert run("sessions", "list", "--user", "alice", "--agent", "support")[1]["sessions"] == []
     assert run("graph", "recall", "launch", "--user", "alice", "--channel", "slack")[1]["count"] == 0
 
 
 def test_the_scope_may_come_from_the_environment(home, capsys, monkeypatch):
     monkeypatch.setenv("MNEMO_USER_ID", "alice")
     assert main(["--home", str(home), "sessions", "list", "--json"]) == 0
-    assert [s["id"] for s in json.loads(capsys.readouterr().out)] == ["alice-1"]
+    assert [s["id"] for s in json.loads(capsys.readouterr().out)["sessions"]] == ["alice-1"]
     assert main(["--home", str(home), "sessions", "list", "--json", "--user", "bob"]) == 0  # the option wins
-    assert json.loads(capsys.readouterr().out) == []
+    assert json.loads(capsys.readouterr().out)["sessions"] == []

@@ -31,7 +31,9 @@ from .curated import (
     Replace,
 )
 from .database import DATABASE_FILENAME, DatabaseTooNew, ForeignDatabase
-from .errors import ConfigError, InvalidArgument, MnemoError, TierUnavailable
+from .degraded import Degradation
+from .doctor import diagnose
+from .errors import ConfigError, InvalidArgument, MnemoError, StorageUnavailable, TierUnavailable
 from .graph import Association, Memory, MemoryNotFound, MemoryType, Relation
 from .graph.recalled import RecalledMemory
 from .llm import (
@@ -98,6 +100,7 @@ __all__ = [
     "ChatResponse",
     "ConfigError",
     "ConfigField",
+    "Degradation",
     "ContextScrubber",
     "Conversation",
     "DatabaseTooNew",
@@ -137,6 +140,7 @@ __all__ = [
     "SessionHits",
     "SessionInfo",
     "SessionStateError",
+    "StorageUnavailable",
     "Settings",
     "StoredMessage",
     "TierUnavailable",
@@ -144,6 +148,7 @@ __all__ = [
     "ToolEvent",
     "Turn",
     "build_memory_context_block",
+    "diagnose",
     "handle_memory_call",
     "inject_memory_context",
     "load_settings",

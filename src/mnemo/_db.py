@@ -10,6 +10,7 @@ migrated forward only.
 from __future__ import annotations
 
 import logging
+import os
 import random
 import sqlite3
 import threading
@@ -17,6 +18,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 from .errors import MnemoError
 
@@ -30,6 +32,58 @@ class DatabaseError(MnemoError):
     """The database could not be opened, migrated or written."""
 
 
+class DatabaseDamaged(DatabaseError):
+    """The database file exists but is not a whole SQLite database; mnemo leaves it untouched."""
+
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+_HEADER_BYTES = 100
+
+
+class FileProblem(NamedTuple):
+    """Why a database file cannot be opened: ``kind`` is one of ``not-a-file``, ``unreadable``,
+    ``not-sqlite``, ``truncated``; ``text`` says it in words ("is truncated (...)")."""
+
+    kind: str
+    text: str
+
+
+def file_problem(path: str | Path) -> FileProblem | None:
+    """Why the file at ``path`` cannot be opened as a database without risk, or None if it can.
+
+    Read from the file's header only (no SQLite connection, nothing written): not a regular file, not
+    an SQLite database, or shorter than the size its header records (cut off by a crash or a copy).
+    A missing or empty file is fine: SQLite creates the database in it.
+    """
+    path = Path(path)
+    try:
+        if not path.exists():
+            return None
+        if not path.is_file():
+            return FileProblem("not-a-file", "is not a regular file")
+        with path.open("rb") as handle:
+            header = handle.read(_HEADER_BYTES)
+            size = os.fstat(handle.fileno()).st_size
+    except OSError as exc:
+        return FileProblem("unreadable", f"cannot be read ({exc.strerror or exc})")
+    if not header:
+        return None
+    if not header.startswith(SQLITE_HEADER):
+        return FileProblem("not-sqlite", "is not an SQLite database")
+    if len(header) < _HEADER_BYTES:
+        return FileProblem("truncated", f"is truncated ({size} bytes, shorter than the database header)")
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(header[28:32], "big")
+    # The page count is valid only when written with the current change counter (SQLite's rule);
+    # a pending write-ahead log or journal may still restore the rest, so SQLite decides then.
+    counted = pages and header[24:28] == header[92:96]
+    pending = any(Path(f"{path}{suffix}").exists() and Path(f"{path}{suffix}").stat().st_size for suffix in ("-wal", "-journal"))
+    if counted and not pending and size < pages * page_size:
+        return FileProblem("truncated", f"is truncated ({size:,} bytes; its header records {pages * page_size:,})")
+    return None
+
+
 Migration = str | Callable[[sqlite3.Connection], None]
 
 
@@ -40,6 +94,10 @@ def connect(path: str | Path, *, readonly: bool = False) -> sqlite3.Connection:
     It may be shared between threads, but only under the caller's own lock.
     """
     path = Path(path)
+    problem = file_problem(path)
+    if problem is not None:
+        raise DatabaseDamaged(f"{path} {problem.text}; mnemo left it untouched")
+    conn: sqlite3.Connection | None = None
     try:
         if readonly:
             conn = sqlite3.connect(
@@ -59,8 +117,11 @@ def connect(path: str | Path, *, readonly: bool = False) -> sqlite3.Connection:
                 log.warning("%s: WAL unavailable (journal_mode=%s); using a rollback journal", path, mode)
                 conn.execute("PRAGMA journal_mode = DELETE")
             conn.execute("PRAGMA synchronous = NORMAL" if str(mode).lower() == "wal" else "PRAGMA synchronous = FULL")
-    except sqlite3.DatabaseError as exc:
-        raise DatabaseError(f"cannot open database {path}: {exc}") from exc
+    except (sqlite3.DatabaseError, OSError) as exc:
+        if conn is not None:
+            conn.close()
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise DatabaseError(f"cannot open database {path}: {reason}") from exc
     return conn
 
 
@@ -72,7 +133,22 @@ def _is_busy(exc: sqlite3.OperationalError) -> bool:
 @contextmanager
 def write_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     """``BEGIN IMMEDIATE`` … ``COMMIT``, retrying the begin with jittered backoff while another
-    process holds the write lock; rolls back on any exception."""
+    process holds the write lock; rolls back on any exception.
+
+    Inside a write transaction already open on ``conn`` (several writes grouped into one), this is a
+    savepoint instead: its own work is undone on error, and everything lands with the outer commit.
+    """
+    if conn.in_transaction:
+        conn.execute("SAVEPOINT mnemo_nested")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK TO mnemo_nested")
+            conn.execute("RELEASE mnemo_nested")
+            raise
+        else:
+            conn.execute("RELEASE mnemo_nested")
+        return
     for attempt in range(_RETRIES):
         try:
             conn.execute("BEGIN IMMEDIATE")

@@ -6,7 +6,7 @@ import math
 from datetime import UTC, datetime
 from typing import Any
 
-from .errors import InvalidArgument
+from .errors import InvalidArgument, excerpt
 
 
 def to_timestamp(value: Any, field: str = "timestamp") -> float:
@@ -22,7 +22,7 @@ def to_timestamp(value: Any, field: str = "timestamp") -> float:
         try:
             value = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
         except ValueError as exc:
-            raise InvalidArgument(field, f"{text!r} is not an ISO 8601 date or time") from exc
+            raise InvalidArgument(field, f"{excerpt(text)} is not an ISO 8601 date or time") from exc
     if isinstance(value, datetime):
         return (value if value.tzinfo is not None else value.replace(tzinfo=UTC)).timestamp()
     raise InvalidArgument(field, f"must be a number, datetime or ISO 8601 string, got {type(value).__name__}")

@@ -27,20 +27,27 @@ from typing import Any
 
 from .agent_api import TypedMemoryAPI, async_twin
 from .config import Settings, load_settings
-from .curated import MemoryStore
+from .curated import TARGETS, MemoryStore
 from .curated.entries import joined_length
 from .curated.errors import BlockedContent, MemoryOpError
 from .curated.ops import MemoryOpOutcome
 from .curated.store import check_target
-from .database import check_owned
+from .degraded import Degradation, unavailable_result
 from .embeddings import named_embedder
-from .errors import InvalidArgument, MnemoError
-from .providers import ArchiveProvider, GraphProvider, MemoryProvider, ProviderError, ProviderRegistry
+from .errors import InvalidArgument, MnemoError, StorageUnavailable, excerpt
+from .providers import (
+    ArchiveProvider,
+    GraphProvider,
+    MemoryProvider,
+    ProviderCapabilities,
+    ProviderError,
+    ProviderRegistry,
+)
 from .providers.configuration import session_configs
 from .providers.discovery import PluginProblem, load_enabled
 from .providers.registry import message_text
 from .safety import build_memory_context_block, inject_memory_context, scan
-from .tools._json import failure
+from .tools._json import failure, refusal
 from .tools.memory import (
     MEMORY_TOOL_SCHEMA,
     MemoryCall,
@@ -98,7 +105,8 @@ class AgentMemory(TypedMemoryAPI):
             compress_timeout=self.settings.compress_timeout,
             shutdown_timeout=self.settings.shutdown_timeout,
         )
-        for provider in (*self._builtin_providers(), *providers):
+        self._builtin = self._builtin_providers()
+        for provider in (*self._builtin, *providers):
             self.registry.register(provider)
         self.plugin_problems: tuple[PluginProblem, ...] = tuple(self._register_plugins())
         self._lock = threading.RLock()
@@ -107,11 +115,17 @@ class AgentMemory(TypedMemoryAPI):
         self._closed = False
         self._ended = False
         self._turn_number = 0
+        self._degraded: tuple[Degradation, ...] = ()
+        self._unavailable: dict[str, tuple[Degradation, Mapping[str, Any]]] = {}
 
     @classmethod
     def open(cls, session_key: str, home: str | os.PathLike[str] | None = None, **kwargs: Any) -> AgentMemory:
         """Construct and :meth:`start_session` in one call; ``kwargs`` as for the constructor, e.g.
-        ``AgentMemory.open("s1", user_id="alice", agent_id="support")``."""
+        ``AgentMemory.open("s1", user_id="alice", agent_id="support")``.
+
+        Raises :class:`~mnemo.errors.StorageUnavailable` if mnemo's database cannot be opened, unless
+        the ``allow_degraded`` setting is on (see :mod:`mnemo.degraded` and :attr:`degraded`).
+        """
         memory = cls(home, **kwargs)
         try:
             memory.start_session(session_key)
@@ -124,10 +138,6 @@ class AgentMemory(TypedMemoryAPI):
         # One model per name, shared by the archive and the graph: it is loaded once, on first use.
         models = {name: named_embedder(name) for name in {self.settings.archive_embedder, self.settings.graph_embedder}}
         builtin: list[MemoryProvider] = []
-        if self.settings.archive_enabled or self.settings.graph_enabled:
-            # A foreign or newer database stops the session here, with its typed error, rather than
-            # leaving the agent to run without its archive and graph.
-            check_owned(self.settings.database_path)
         if self.settings.archive_enabled:
             builtin.append(
                 ArchiveProvider(
@@ -178,6 +188,34 @@ class AgentMemory(TypedMemoryAPI):
             self._session_key = session_key
             configs = session_configs(self.registry.registered, self.settings.providers, home=self.settings.home)
             self.registry.initialize_all(session_key, configs)
+            self._take_stock()
+
+    def _take_stock(self) -> None:
+        """Refuse to run without mnemo's own storage, unless allowed; else note what is missing."""
+        failures = self.registry.failures
+        builtin = {provider.name: provider for provider in self._builtin}
+        storage = [Degradation(name, reason) for name, reason in failures.items() if name in builtin]
+        if storage and not self.settings.allow_degraded:
+            raise StorageUnavailable(storage)
+        curated = [
+            Degradation(f"curated:{target}", str(problem))
+            for target in TARGETS
+            if (problem := self.store.read_failure(target)) is not None
+        ]
+        others = [Degradation(name, reason) for name, reason in failures.items() if name not in builtin]
+        others += [Degradation(problem.name, problem.reason) for problem in self.plugin_problems]
+        self._degraded = (*storage, *curated, *others)
+        for degradation in storage:
+            declared = ProviderCapabilities.from_declared(builtin[degradation.component].capabilities())
+            for schema in declared.tool_schemas:
+                self._unavailable[schema["function"]["name"]] = (degradation, schema)
+        for degradation in self._degraded:
+            log.error("memory degraded: %s", degradation)
+
+    @property
+    def degraded(self) -> tuple[Degradation, ...]:
+        """What is not working this session and why (empty when all is well); see :mod:`mnemo.degraded`."""
+        return self._degraded
 
     def _freeze(self) -> None:
         """Load the curated store and freeze the system prompt from its snapshot."""
@@ -252,7 +290,8 @@ class AgentMemory(TypedMemoryAPI):
 
     def tools(self) -> list[dict[str, Any]]:
         """``memory`` plus every active provider's tools, in OpenAI function format."""
-        return [json.loads(json.dumps(MEMORY_TOOL_SCHEMA)), *self.registry.tool_schemas()]
+        unavailable = [schema for _, schema in self._unavailable.values()]
+        return [json.loads(json.dumps(schema)) for schema in (MEMORY_TOOL_SCHEMA, *unavailable)] + self.registry.tool_schemas()
 
     # -- turns --------------------------------------------------------------------------------
 
@@ -285,14 +324,27 @@ class AgentMemory(TypedMemoryAPI):
         return api_messages
 
     def handle_tool_call(self, name: str, arguments: Any) -> str:
-        """Run tool ``name`` (``memory`` or a provider's); ``arguments`` is a dict or JSON string. Returns JSON."""
+        """Run tool ``name`` (``memory`` or a provider's); ``arguments`` is a dict or JSON string.
+
+        Always returns a JSON string, whatever the arguments: a refusal names the field at fault and
+        changes nothing.
+        """
         self._require_session()
+        try:
+            return self._handle_tool_call(name, arguments)
+        except Exception as exc:  # noqa: BLE001 - the model must get an answer, never an exception
+            log.exception("tool %s failed unexpectedly", excerpt(name))
+            return failure(f"tool {excerpt(name)} failed: {type(exc).__name__} (see the log)")
+
+    def _handle_tool_call(self, name: str, arguments: Any) -> str:
+        if name in self._unavailable:
+            return unavailable_result(name, self._unavailable[name][0])
         if name != _TOOL_NAME:
             return self.registry.handle_tool_call(name, arguments)
         try:
             call = parse_memory_call(arguments)
         except InvalidArgument as exc:
-            return failure(f"invalid argument {exc.field}: {exc.problem}", field=exc.field)
+            return refusal(exc)
         try:
             outcome = self._edit_curated(call)
         except (InvalidArgument, MemoryOpError) as exc:
@@ -317,7 +369,7 @@ class AgentMemory(TypedMemoryAPI):
         target = check_target(call.target)
         entries = self.store.entries(target)
         for op in call.operations:
-            findings = scan(getattr(op, "content", "") or "")
+            findings = scan(getattr(op, "content", "") or "", threshold=self.settings.scan_threshold)
             if findings:
                 raise BlockedContent(findings, target=target, current_entries=entries, char_limit=self.store.char_limit(target))
         return MemoryOpOutcome(

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from .database import database_path
 from .errors import ConfigError, InvalidArgument
+from .safety.scan import DEFAULT_SCAN_THRESHOLD
 from .scope import Scope, check_id, path_segment
 
 CONFIG_FILENAME = "config.toml"
@@ -70,12 +71,17 @@ class Settings(BaseModel):
     # The archive defaults to none: every message would need a vector, held in memory to search.
     graph_embedder: Literal["minilm", "none"] = "minilm"
     archive_embedder: Literal["minilm", "none"] = "none"
+    # Start even when mnemo's database cannot be opened, without the archive and graph (see mnemo.degraded).
+    allow_degraded: bool = False
 
     # optional LLM (OpenAI-compatible chat completions); never called unless configured and asked for
     llm_base_url: str | None = None
     llm_model: str | None = None
     llm_api_key: str | None = None
     llm_timeout: float = Field(60.0, gt=0)
+
+    # threat scan: the learned classifier flags text whose injection probability reaches this (1.0: off)
+    scan_threshold: float = Field(DEFAULT_SCAN_THRESHOLD, gt=0, le=1)
 
     # per-provider configuration, keyed by provider name
     providers: dict[str, dict[str, Any]] = Field(default_factory=dict)

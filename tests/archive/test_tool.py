@@ -90,13 +90,13 @@ def test_browse_lists_recent_sessions_excluding_the_current_one(archive):
 def test_refusals_name_the_bad_argument(archive, arguments, field):
     result = call(archive, **arguments)
     assert result["success"] is False
-    assert result["argument"] == field
+    assert result["field"] == field
     assert field in result["error"]
 
 
 def test_non_object_arguments_are_refused(archive):
     result = json.loads(handle_session_search(archive, "[1, 2]"))
-    assert result["success"] is False and result["argument"] == "arguments"
+    assert result["success"] is False and result["field"] == "arguments"
 
 
 def test_schema_is_an_openai_function():

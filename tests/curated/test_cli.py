@@ -52,6 +52,18 @@ def test_snapshot_prints_the_system_prompt_blocks(home: Path, capsys: pytest.Cap
     assert "USER PROFILE (who the user is)" in out and out.rstrip().endswith("name is Ada")
 
 
+def test_snapshot_of_one_target_as_the_readme_shows(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run(home, "add", "uses pytest")
+    run(home, "add", "--target", "user", "name is Ada")
+    capsys.readouterr()
+    assert run(home, "snapshot", "--target", "user") == 0
+    out = capsys.readouterr().out
+    assert "USER PROFILE" in out and "name is Ada" in out and "uses pytest" not in out
+    assert run(home, "snapshot", "--target", "memory", "--json") == 0
+    blocks = json.loads(capsys.readouterr().out)
+    assert set(blocks) == {"success", "memory"} and "uses pytest" in blocks["memory"]
+
+
 def test_edit_with_json_output(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["memory", "add", "--json", "--home", str(home), "x"]) == 0
     assert json.loads(capsys.readouterr().out)["entry_count"] == 1

@@ -152,3 +152,119 @@ def test_show_and_recall_tables_leave_the_subject_column_out_when_no_memory_has_
     for argv in (("graph", "show"), ("graph", "recall", "support group")):
         code, out, _ = run(*argv)
         assert code == 0 and "Sundays" in out and "subject" not in out
+
+
+def test_stats_counts_active_superseded_and_forgotten_apart(run):
+    old = _json(run, "graph", "add", "Standup at 9:30")["memory"]["id"]
+    _json(run, "graph", "add", "Standup at 10:00", "--replaces", old)
+    gone = _json(run, "graph", "add", "Old wifi password hint", "--type", "observation")["memory"]["id"]
+    _json(run, "graph", "add", "Prefers dark mode", "--type", "preference")
+    replaced_then_forgotten = _json(run, "graph", "add", "Lunch at noon")["memory"]["id"]
+    _json(run, "graph", "add", "Lunch at one", "--replaces", replaced_then_forgotten)
+    _json(run, "graph", "forget", gone, replaced_then_forgotten)
+    stats = _json(run, "graph", "stats")
+    assert (stats["memories"], stats["active"], stats["superseded"], stats["forgotten"]) == (6, 3, 1, 2)
+    assert stats["by_type"] == {"fact": 2, "preference": 1}
+    code, out, _ = run("graph", "stats")
+    assert code == 0 and "memories: 6 (3 active, 1 superseded, 2 forgotten)" in out
+
+
+def test_embed_computes_every_pending_vector_and_reports_it(run):
+    for n in range(5):
+        _json(run, "graph", "add", f"Note number {n} about the build")
+    assert _json(run, "graph", "stats")["pending_embeddings"] == 5
+    report = _json(run, "graph", "embed")
+    assert report["graph"]["embedded"] == 5 and report["graph"]["pending"] == 0
+    assert report["archive"] == {"embedder": None, "embedded": 0, "pending": None}
+    assert _json(run, "graph", "stats")["pending_embeddings"] == 0
+    assert _json(run, "graph", "embed")["graph"]["embedded"] == 0  # nothing left: a second run is a no-op
+    code, out, _ = run("graph", "embed")
+    assert code == 0 and "graph: embedded 0" in out and "archive: no embedder configured" in out
+
+
+def test_embed_all_scopes_reaches_every_user(run):
+    _json(run, "graph", "add", "Alice's note", "--user", "alice")
+    _json(run, "graph", "add", "Bob's note", "--user", "bob")
+    assert _json(run, "graph", "embed", "--user", "alice")["graph"]["embedded"] == 1
+    report = _json(run, "graph", "embed", "--all-scopes")["graph"]
+    assert (report["scopes"], report["embedded"], report["pending"]) == (2, 1, 0)
+    assert _json(run, "graph", "stats", "--user", "bob")["pending_embeddings"] == 0
+
+
+def test_embed_catches_up_the_archive_when_it_has_an_embedder(tmp_path, run):
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.toml").write_text('archive_embedder = "minilm"\n')
+    source = tmp_path / "chat.jsonl"
+    source.write_text("".join(json.dumps({"role": "user", "content": f"message {n}"}) + "\n" for n in range(7)))
+    code, out, _ = run("sessions", "import", str(source))
+    assert code == 0 and "7 messages wait for vectors: mnemo graph embed" in out
+    report = _json(run, "graph", "embed")["archive"]
+    assert (report["embedded"], report["pending"]) == (7, 0)
+    assert _json(run, "graph", "embed")["archive"]["embedded"] == 0
+
+
+def test_embed_shows_a_progress_bar_on_a_terminal(tmp_path):
+    import pty
+
+    home = tmp_path / "home"
+    for n in range(3):
+        assert main(["--home", str(home), "graph", "add", f"memory {n}"]) == 0
+    leader, follower = pty.openpty()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "mnemo", "--home", str(home), "graph", "embed", "--json"],
+            stdout=subprocess.PIPE, stderr=follower, timeout=120, env={**os.environ, "COLUMNS": "100"},
+        )  # fmt: skip
+        os.close(follower)
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal closed: everything was read
+                break
+            if not chunk:
+                break
+            seen += chunk
+    finally:
+        os.close(leader)
+    assert done.returncode == 0 and json.loads(done.stdout)["graph"]["embedded"] == 3
+    assert b"embedding memories" in seen
+
+
+def test_an_interrupted_embed_keeps_its_batches_and_the_next_run_finishes(run, tmp_path, monkeypatch):
+    from mnemo.config import load_settings
+    from mnemo.embeddings.minilm import MiniLMEmbedder
+    from mnemo.graph import MemoryGraph
+
+    with MemoryGraph(load_settings(tmp_path / "home").database_path) as graph:  # written without vectors
+        for n in range(70):
+            graph.remember(f"Imported note {n}")
+    real_embed, calls = MiniLMEmbedder.embed, []
+
+    def embed_then_fail(self, texts):
+        calls.append(len(texts))
+        if len(calls) > 1:
+            raise KeyboardInterrupt
+        return real_embed(self, texts)
+
+    monkeypatch.setattr(MiniLMEmbedder, "embed", embed_then_fail)
+    code, _, err = run("graph", "embed")
+    assert code == 130 and err == "mnemo: interrupted\n"
+    monkeypatch.undo()
+    assert _json(run, "graph", "stats")["pending_embeddings"] == 70 - calls[0]
+    assert _json(run, "graph", "embed")["graph"] == {
+        "embedder": MiniLMEmbedder().name, "scopes": 1, "embedded": 70 - calls[0], "pending": 0,
+    }
+
+
+def test_import_reports_the_vectors_it_leaves_pending_and_export_infers_json(run, tmp_path, capsys):
+    _json(run, "graph", "add", "Carried over to another home", "--user", "ada")
+    target = tmp_path / "graph.json"
+    assert run("graph", "export", "--all-scopes", "-o", str(target))[0] == 0
+    assert json.loads(target.read_text())["format"] == "mnemo-graph"  # inferred from the .json suffix
+    other = str(tmp_path / "other")
+    assert main(["--home", other, "graph", "import", str(target), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["pending_embeddings"] == 1  # in ada's scope, not the default one
+    assert main(["--home", other, "graph", "import", str(target)]) == 0
+    assert "1 memories wait for vectors: mnemo graph embed --all-scopes" in capsys.readouterr().out

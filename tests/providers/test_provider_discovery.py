@@ -69,6 +69,7 @@ def test_broken_plugins_never_stop_the_others_or_the_agent(plugins, tmp_path, ca
     with AgentMemory.open("s1", _home(tmp_path, config), **FAST) as memory:
         assert [p.name for p in memory.registry.providers] == ["acme"]
         assert sorted(problem.name for problem in memory.plugin_problems) == sorted(broken)
+        assert {degradation.component for degradation in memory.degraded} == set(broken)
         memory.prepare_messages("hi", [])
     assert all(any(f"'{name}'" in record.message for record in caplog.records) for name in broken)
 

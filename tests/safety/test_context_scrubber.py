@@ -13,6 +13,8 @@ STREAM_FRAGMENTS = st.sampled_from(
         "<", ">", "/", " ", "\n", "-", "_", "memory", "MEMORY", "context", "Context", "answer", "\u200b",
         'id="1"', "<memo", "ry-context>", "<memory-context>", "</memory-context>", "< / Memory-Context >",
         "<memory-context " + "a" * 199, "<memory-context " + "a" * 200, "\uff1c", "\uff1e", "\uff0f",
+        "\u00ad", "\u0301", "&lt;", "&gt;", "&#60;", "&#x3e;", "&", "lt", ";", "#", "\u2039", "\u203a",
+        "\u3008", "\u3009", "\u043e", "mem\u043ery", " " * 70, "&lt;/memory-context&gt;", "&amp;",
     ]
 )
 STREAM_TEXT = st.lists(STREAM_FRAGMENTS | st.text(max_size=5), max_size=40).map("".join)
@@ -62,6 +64,33 @@ def test_character_by_character_streaming_gives_the_one_shot_result(text: str) -
 )
 def test_one_shot_scrub(text: str, expected: str) -> None:
     assert scrub_memory_context(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("opening", "closing"),
+    [
+        ("<mem\u200bory-context>", "</mem\u200bory-context>"),
+        ("&lt;memory-context&gt;", "&lt;/memory-context&gt;"),
+        ("\u2039memory-context\u203a", "\u2039/memory-context\u203a"),
+        ("\u3008m\u0435mory-context\u3009", "\u3008/m\u0435mory-context\u3009"),
+        ("<memo\u00adry-context>", "</memory-c\u00f6ntext>"),
+    ],
+)
+def test_a_look_alike_block_is_scrubbed_like_the_real_one(opening: str, closing: str) -> None:
+    assert scrub_memory_context(f"Hi {opening}secret{closing} bye") == "Hi  bye"
+
+
+@pytest.mark.parametrize(
+    "chunks",
+    [["Hi &l", "t;memory-context&g", "t;secret&lt;/memory-context&gt; bye"], ["Hi \u2039mem", "\u043ery-context\u203asecret", "</memory-context> bye"]],
+)
+def test_look_alike_tags_split_across_chunks_are_scrubbed(chunks: list[str]) -> None:
+    assert stream(chunks) == "Hi  bye"
+
+
+def test_ordinary_text_with_references_and_look_alikes_streams_unchanged() -> None:
+    text = "AT&T says 5 &lt; 6, \u00abbonjour\u00bb and \u2039hi\u203a"
+    assert stream(list(text)) == text
 
 
 def test_a_built_block_echoed_by_the_model_is_removed_entirely() -> None:

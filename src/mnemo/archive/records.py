@@ -15,6 +15,11 @@ from ..scope import Scope
 
 # Keys with a column of their own; anything else a message carries is kept verbatim in ``extra``.
 _KNOWN_KEYS = frozenset({"role", "content", "tool_calls", "tool_call_id", "timestamp"})
+ROLES = ("system", "user", "assistant", "tool")
+# Other names chat APIs use for the same roles: OpenAI's "developer" instructions and legacy "function"
+# results. They are stored as the role they stand for (so filters by role find them), and the name a
+# message came with is kept, so it reads back exactly as appended.
+ROLE_ALIASES = {"developer": "system", "function": "tool"}
 HIDDEN_SOURCES = frozenset({"subagent", "tool"})
 
 
@@ -99,9 +104,13 @@ def message_row(message: Any, *, default_time: float, tool_names: Mapping[str, s
     """Validate one message dict and turn it into a :class:`MessageRow`; raise :class:`InvalidArgument`."""
     if not isinstance(message, Mapping):
         raise InvalidArgument("message", f"must be an object with a role, got {type(message).__name__}")
-    role = message.get("role")
-    if not isinstance(role, str) or not role.strip():
+    given = message.get("role")
+    if not isinstance(given, str) or not given.strip():
         raise InvalidArgument("message.role", "must be a non-empty string")
+    role = ROLE_ALIASES.get(given, given)
+    if role not in ROLES:
+        known = ", ".join((*ROLES, *ROLE_ALIASES))
+        raise InvalidArgument("message.role", f"unknown role {given!r} (expected one of {known})")
     content = message.get("content")
     if content is None:
         text, parts = "", None
@@ -118,13 +127,15 @@ def message_row(message: Any, *, default_time: float, tool_names: Mapping[str, s
     if tool_call_id is not None and not isinstance(tool_call_id, str):
         raise InvalidArgument("message.tool_call_id", "must be a string")
     tool_name = message.get("tool_name")
-    if tool_name is None and role in ("tool", "function") and isinstance(message.get("name"), str):
+    if tool_name is None and role == "tool" and isinstance(message.get("name"), str):
         tool_name = message["name"]
     if tool_name is None and tool_call_id and tool_names:
         tool_name = tool_names.get(tool_call_id)
     if tool_name is not None and not isinstance(tool_name, str):
         raise InvalidArgument("message.tool_name", "must be a string")
     extra = {k: v for k, v in message.items() if k not in _KNOWN_KEYS}
+    if given != role:
+        extra["role"] = given
     created = to_timestamp(message["timestamp"], "message.timestamp") if message.get("timestamp") is not None else default_time
     row = MessageRow(
         role=role,

@@ -18,13 +18,14 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import _db
 from ..database import connect_owned
-from ..errors import InvalidArgument, MnemoError
+from ..errors import InvalidArgument, MnemoError, excerpt
 from ..scope import Scope
 from . import schema
 from .records import (
@@ -42,6 +43,7 @@ from .vectors import MessageVectors
 
 if TYPE_CHECKING:
     from ..embeddings.protocol import Embedder
+    from .importer import ImportReport
 
 log = logging.getLogger("mnemo.archive")
 
@@ -56,7 +58,7 @@ class SessionNotFound(MnemoError, KeyError):
 
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
-        super().__init__(f"no session with id {session_id!r}")
+        super().__init__(f"no session with id {excerpt(session_id)}")
 
     def __str__(self) -> str:
         return str(self.args[0])
@@ -139,6 +141,13 @@ class SessionArchive:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Group writes made through this archive into one transaction: all of them land, or none.
+        Other threads using the archive wait until it ends."""
+        with self._lock, _db.write_transaction(self._db):
+            yield
+
     @property
     def _db(self) -> sqlite3.Connection:
         if self._conn is None:
@@ -175,12 +184,12 @@ class SessionArchive:
             if owner is not None:
                 if tuple(owner) != self.scope.as_params():
                     # Continuing it would write into another scope's session; its content stays hidden.
-                    raise InvalidArgument("session_id", f"session id {session_id!r} is taken by another scope")
+                    raise InvalidArgument("session_id", f"session id {excerpt(session_id)} is taken by another scope")
                 if exist_ok:
                     return session_id
-                raise InvalidArgument("session_id", f"a session with id {session_id!r} already exists")
+                raise InvalidArgument("session_id", f"a session with id {excerpt(session_id)} already exists")
             if parent_session_id is not None and not self._in_scope(conn, parent_session_id):
-                raise InvalidArgument("parent_session_id", f"no session with id {parent_session_id!r}")
+                raise InvalidArgument("parent_session_id", f"no session with id {excerpt(parent_session_id)}")
             conn.execute(
                 "INSERT INTO sessions (id, source, title, model, started_at, parent_session_id, metadata,"
                 " user_id, agent_id, channel_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -425,8 +434,8 @@ class SessionArchive:
                 f"SELECT COUNT(*) FROM {_MESSAGES_IN_SESSIONS} WHERE {SESSION_SCOPE_CLAUSE}", self.scope.as_params()
             ).fetchone()[0]
 
-    def import_jsonl(self, path: str | Path, *, source: str = "import") -> list[str]:
-        """Import OpenAI-style message lists from a JSONL file; return the new session ids.
+    def import_jsonl(self, path: str | Path, *, source: str = "import") -> ImportReport:
+        """Import OpenAI-style message lists from a JSONL file; report the sessions added and skipped.
 
         See :func:`mnemo.archive.importer.import_jsonl`.
         """
@@ -470,13 +479,20 @@ class SessionArchive:
                 self.rebuild_index()
                 return work(searcher)
 
-    def embed_pending(self) -> int:
-        """Embed every message that has no vector of the archive's embedder yet; returns how many (0 without
-        an embedder)."""
+    def embed_pending(self, limit: int | None = None) -> int:
+        """Embed messages that have no vector of the archive's embedder yet (all of them, or at most
+        ``limit``), oldest first; returns how many (0 without an embedder)."""
         if self._vectors is None:
             return 0
         with self._lock:
-            return self._vectors.embed_pending(self._db)
+            return self._vectors.embed_pending(self._db, limit)
+
+    def pending_embeddings(self) -> int | None:
+        """How many messages still wait for a vector; ``None`` without an embedder."""
+        if self._vectors is None:
+            return None
+        with self._lock:
+            return self._vectors.pending(self._db)
 
     def _find(self, query: str, limit: int, filters: Filters, sort: str) -> list[Match]:
         return self._read_index(lambda searcher: searcher.find(query, limit=limit, filters=filters, sort=sort))

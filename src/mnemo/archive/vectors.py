@@ -23,6 +23,11 @@ if TYPE_CHECKING:
 # Bounds the embedding work one search may do; the rest waits for the next search or embed_pending().
 EMBED_PER_SEARCH = 256
 EMBED_BATCH = 64
+# The messages after id ? with text and no vector of model ? and dim ?.
+_PENDING = (
+    "FROM messages m LEFT JOIN message_vectors v ON v.message_id = m.id"
+    " WHERE m.id > ? AND m.content != '' AND (v.message_id IS NULL OR v.model != ? OR v.dim != ?)"
+)
 
 
 class MessageVectors:
@@ -35,6 +40,11 @@ class MessageVectors:
         self._embedded_upto = 0  # every message with an id at or below this has a vector of this model
         self._lock = threading.Lock()
 
+    def pending(self, conn: sqlite3.Connection) -> int:
+        """How many messages have no vector of this model yet."""
+        with self._lock:
+            return conn.execute(f"SELECT COUNT(*) {_PENDING}", (0, self.embedder.name, self.embedder.dim)).fetchone()[0]
+
     def embed_pending(self, conn: sqlite3.Connection, limit: int | None = None) -> int:
         """Embed messages that have no vector of this model yet, oldest first; returns how many."""
         embedder = self.embedder
@@ -43,9 +53,7 @@ class MessageVectors:
             while limit is None or done < limit:
                 want = EMBED_BATCH if limit is None else min(EMBED_BATCH, limit - done)
                 rows = conn.execute(
-                    "SELECT m.id, m.content FROM messages m LEFT JOIN message_vectors v ON v.message_id = m.id"
-                    " WHERE m.id > ? AND m.content != '' AND (v.message_id IS NULL OR v.model != ? OR v.dim != ?)"
-                    " ORDER BY m.id LIMIT ?",
+                    f"SELECT m.id, m.content {_PENDING} ORDER BY m.id LIMIT ?",
                     (self._embedded_upto, embedder.name, embedder.dim, want),
                 ).fetchall()
                 if not rows:

@@ -7,7 +7,7 @@ from dataclasses import asdict
 
 from ..config import resolve_home
 from ..demo import DemoReport, run_demo
-from ._output import print_json
+from ._output import CliError, console, print_json
 
 
 def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -18,11 +18,21 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
         description="Run two sessions of a scripted agent on the home directory (use a throwaway one) "
         "and show what it saved, the frozen snapshot in session two, and the fenced per-turn context.",
     )
+    parser.add_argument("--force", action="store_true", help="run on a home that is not empty (adds the demo's made-up profile to it)")
     parser.set_defaults(handler=_demo)
 
 
 def _demo(args: argparse.Namespace) -> int:
-    report = run_demo(resolve_home(args.home))
+    home = resolve_home(args.home)
+    held = sorted(entry.name for entry in home.iterdir()) if home.is_dir() else []
+    if held and not args.force:
+        shown = ", ".join(held[:3]) + (", ..." if len(held) > 3 else "")
+        raise CliError(
+            f"home {home} is not empty ({shown}); the demo would add a made-up user profile to it. "
+            'Run it on a new home (mnemo --home "$(mktemp -d)" demo) or add --force'
+        )
+    home.mkdir(parents=True, exist_ok=True)  # fails here, with its reason, on a home that cannot be created
+    report = run_demo(home)
     if args.json:
         print_json(asdict(report))
     else:
@@ -31,29 +41,28 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _show(report: DemoReport) -> None:
-    from rich.console import Console
     from rich.rule import Rule
 
-    console = Console(highlight=False)
+    out = console(highlight=False)
     session = None
     for turn in report.turns:
         if turn.session != session:
             session = turn.session
-            console.print(Rule(f"session {session}"))
-        console.print(f"[bold]user[/bold]  {turn.user}", markup=True)
+            out.print(Rule(f"session {session}"))
+        out.print(f"[bold]user[/bold]  {turn.user}", markup=True)
         for tool in turn.tools:
             result = tool["result"]
             verdict = "ok" if result.get("success") else f"refused: {result.get('error')}"
             arguments = ", ".join(f"{k}={v!r}" for k, v in tool["arguments"].items())
-            console.print(f"  [dim]tool[/dim]  {tool['name']}({arguments}) -> {verdict}", markup=True)
-        console.print(f"[bold]agent[/bold] {turn.reply}\n", markup=True)
-    console.print(Rule("what was saved (curated files)"))
+            out.print(f"  [dim]tool[/dim]  {tool['name']}({arguments}) -> {verdict}", markup=True)
+        out.print(f"[bold]agent[/bold] {turn.reply}\n", markup=True)
+    out.print(Rule("what was saved (curated files)"))
     for target, entries in (("MEMORY.md", report.memory_entries), ("USER.md", report.user_entries)):
-        console.print(f"[bold]{target}[/bold]", markup=True)
+        out.print(f"[bold]{target}[/bold]", markup=True)
         for entry in entries:
-            console.print(f"  - {entry}", markup=False)
-    console.print(Rule("session 2: frozen system-prompt snapshot"))
-    console.print(report.session_two_system_prompt or "(empty)", markup=False)
-    console.print(Rule("session 2: fenced context a provider added to the user message"))
-    console.print(report.session_two_context or "(none)", markup=False)
-    console.print(f"\nhome: {report.home}", markup=False)
+            out.print(f"  - {entry}", markup=False)
+    out.print(Rule("session 2: frozen system-prompt snapshot"))
+    out.print(report.session_two_system_prompt or "(empty)", markup=False)
+    out.print(Rule("session 2: fenced context a provider added to the user message"))
+    out.print(report.session_two_context or "(none)", markup=False)
+    out.print(f"\nhome: {report.home}", markup=False)

@@ -1,4 +1,4 @@
-"""``mnemo graph``: add, recall, relate, forget, show, export, import and count memories from a shell."""
+"""``mnemo graph``: add, recall, relate, forget, show, export, import, count and embed memories from a shell."""
 
 from __future__ import annotations
 
@@ -8,18 +8,25 @@ from pathlib import Path
 from typing import Any
 
 from .._time import iso
+from ..archive import SessionArchive
+from ..curated.files import atomic_write
 from ..embeddings import named_embedder
 from ..errors import InvalidArgument
 from ..graph.store import MemoryGraph
-from ..graph.transfer import export_json, export_markdown, import_json
+from ..graph.transfer import export_data, export_json, export_markdown, import_json
 from ..graph.types import MemoryType, Relation
-from ._output import CliError, lines, print_json, print_table
+from ._output import CliError, lines, print_json, print_table, progress
 from ._settings import settings_for
 
 
 def _graph(args: argparse.Namespace) -> MemoryGraph:
     settings = settings_for(args)
-    return MemoryGraph(settings.database_path, scope=settings.scope, embedder=named_embedder(settings.graph_embedder))
+    return MemoryGraph(
+        settings.database_path,
+        scope=settings.scope,
+        embedder=named_embedder(settings.graph_embedder),
+        scan_threshold=settings.scan_threshold,
+    )
 
 
 def _parse_link(text: str) -> tuple[str, str, float]:
@@ -163,12 +170,27 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
+    # Without --format: JSON for a .json file, or for --json alone (with --output, --json only makes the
+    # report JSON); Markdown otherwise.
+    wants_json = str(args.output).endswith(".json") if args.output else args.json
+    fmt = args.format or ("json" if wants_json else "markdown")
     with _graph(args) as graph:
-        text = export_json(graph, all_scopes=args.all_scopes) if args.format == "json" else export_markdown(graph, all_scopes=args.all_scopes)
+        if args.json and not args.output and fmt == "json":
+            # The export document itself, so it pipes into `graph import -` (which ignores "success").
+            print_json(export_data(graph, all_scopes=args.all_scopes))
+            return 0
+        text = (export_json if fmt == "json" else export_markdown)(graph, all_scopes=args.all_scopes)
     if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
+        try:
+            atomic_write(Path(args.output), text.encode("utf-8"))
+        except OSError as exc:
+            raise CliError(f"cannot write {args.output}: {exc.strerror or exc}") from exc
         if args.json:
-            print_json({"success": True, "output": args.output, "format": args.format})
+            print_json({"output": args.output, "format": fmt})
+        else:
+            lines([f"wrote the graph as {fmt} to {args.output}"])
+    elif args.json:
+        print_json({"format": fmt, "markdown": text})
     else:
         sys.stdout.write(text)
     return 0
@@ -181,10 +203,15 @@ def _import(args: argparse.Namespace) -> int:
         raise CliError(f"cannot read {args.file}: {exc.strerror}") from exc
     with _graph(args) as graph:
         counts = import_json(graph, raw)
+        # Records keep their own scopes, so what waits for vectors is counted over every scope.
+        pending = _pending_vectors([graph.with_scope(scope) for scope in graph.scopes()])
     if args.json:
-        print_json({"success": True, "added": counts.memories_added, "updated": counts.memories_updated, "associations": counts.associations})
+        print_json({"added": counts.memories_added, "updated": counts.memories_updated, "associations": counts.associations,
+                    "pending_embeddings": pending})  # fmt: skip
     else:
         lines([f"imported: {counts.memories_added} new, {counts.memories_updated} updated, {counts.associations} associations"])
+        if pending:
+            lines([f"{pending} memories wait for vectors: mnemo graph embed --all-scopes computes them now"])
     return 0
 
 
@@ -194,10 +221,65 @@ def _stats(args: argparse.Namespace) -> int:
     if args.json:
         print_json(stats)
         return 0
-    lines([f"memories: {stats['memories']} ({stats['active']} active, {stats['forgotten']} forgotten, {stats['superseded']} superseded)"])
+    lines([f"memories: {stats['memories']} ({stats['active']} active, {stats['superseded']} superseded, {stats['forgotten']} forgotten)"])
     lines([f"  {kind}: {count}" for kind, count in stats["by_type"].items()])
     lines([f"associations: {stats['associations']}"])
     lines([f"  {relation}: {count}" for relation, count in stats["by_relation"].items()])
+    if stats["embedder"] is not None:
+        lines([f"vectors: {stats['embedded']} ({stats['embedder']['name']}), {stats['pending_embeddings']} pending"])
+    return 0
+
+
+# Memories or messages embedded between two progress updates (each batch inside is written at once, so
+# an interrupted run keeps its work and the next one goes on from there).
+_EMBED_STEP = 256
+
+
+def _pending_vectors(views: list[MemoryGraph]) -> int | None:
+    """Memories of these scopes still without a vector; ``None`` without an embedder."""
+    if not views or views[0].embedder is None:
+        return None
+    return sum(view.stats()["pending_embeddings"] for view in views)
+
+
+def _embed_graph(args: argparse.Namespace) -> dict[str, Any]:
+    with _graph(args) as graph:
+        views = [graph.with_scope(scope) for scope in graph.scopes()] if args.all_scopes else [graph]
+        if graph.embedder is None:
+            return {"embedder": None, "scopes": len(views), "embedded": 0, "pending": None}
+        done = 0
+        with progress(_pending_vectors(views), "embedding memories") as advance:
+            for view in views:
+                while count := view.embed_pending(_EMBED_STEP):
+                    done += count
+                    advance(count)
+        return {"embedder": graph.embedder.name, "scopes": len(views), "embedded": done, "pending": _pending_vectors(views)}
+
+
+def _embed_archive(args: argparse.Namespace) -> dict[str, Any]:
+    settings = settings_for(args)
+    embedder = named_embedder(settings.archive_embedder)
+    if embedder is None:
+        return {"embedder": None, "embedded": 0, "pending": None}
+    with SessionArchive(settings.database_path, embedder=embedder) as archive:
+        done = 0
+        with progress(archive.pending_embeddings(), "embedding archived messages") as advance:
+            while count := archive.embed_pending(_EMBED_STEP):
+                done += count
+                advance(count)
+        return {"embedder": embedder.name, "embedded": done, "pending": archive.pending_embeddings()}
+
+
+def _embed(args: argparse.Namespace) -> int:
+    report = {"graph": _embed_graph(args), "archive": _embed_archive(args)}
+    if args.json:
+        print_json(report)
+        return 0
+    for tier, done in report.items():
+        if done["embedder"] is None:
+            lines([f"{tier}: no embedder configured ({tier}_embedder = none)"])
+        else:
+            lines([f"{tier}: embedded {done['embedded']} ({done['embedder']}), {done['pending']} pending"])
     return 0
 
 
@@ -248,7 +330,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     show.set_defaults(handler=_show)
 
     export = actions.add_parser("export", parents=parents, help="write the graph as Markdown or JSON")
-    export.add_argument("--format", choices=("markdown", "json"), default="markdown")
+    export.add_argument("--format", choices=("markdown", "json"), help="default: json for a .json file or with --json alone, else markdown")
     export.add_argument("--output", "-o", help="file to write (default: stdout)")
     export.add_argument("--all-scopes", action="store_true", help="every user/agent/channel, not just this scope")
     export.set_defaults(handler=_export)
@@ -257,5 +339,14 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     imp.add_argument("file", help="a JSON export, or - for stdin")
     imp.set_defaults(handler=_import)
 
-    stats = actions.add_parser("stats", parents=parents, help="counts by type and relation")
+    stats = actions.add_parser("stats", parents=parents, help="counts: active, superseded and forgotten memories, edges, vectors")
     stats.set_defaults(handler=_stats)
+
+    embed = actions.add_parser(
+        "embed", parents=parents, help="embed every memory (and archived message) still waiting for a vector",
+        description="Compute the vectors recall would otherwise catch up on a few hundred at a time: the "
+        "graph's (this scope, or --all-scopes) and, when archive_embedder is set, the session archive's. "
+        "Work is saved batch by batch, so an interrupted run loses nothing and the next one goes on.",
+    )  # fmt: skip
+    embed.add_argument("--all-scopes", action="store_true", help="every user/agent/channel, not just this scope")
+    embed.set_defaults(handler=_embed)

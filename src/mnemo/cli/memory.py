@@ -6,10 +6,9 @@ import argparse
 from typing import Any
 
 from ..curated.entries import joined_length
-from ..curated.errors import MemoryOpError
 from ..curated.ops import Add, MemoryOp, MemoryOpOutcome, Remove, Replace, usage_text
 from ..curated.store import TARGETS, MemoryStore
-from ._output import CliError, lines, print_json
+from ._output import lines, print_json
 from ._settings import settings_for
 
 
@@ -47,7 +46,7 @@ def _show(args: argparse.Namespace) -> int:
 
 def _snapshot(args: argparse.Namespace) -> int:
     store = _store(args)
-    blocks = {target: store.render_snapshot(target) for target in TARGETS}
+    blocks = {target: store.render_snapshot(target) for target in ([args.target] if args.target else TARGETS)}
     if args.json:
         print_json(blocks)
     else:
@@ -57,12 +56,7 @@ def _snapshot(args: argparse.Namespace) -> int:
 
 def _edit(args: argparse.Namespace, op: MemoryOp) -> int:
     store = _store(args)
-    try:
-        outcome: MemoryOpOutcome = store.apply(args.target, op)
-    except MemoryOpError as exc:
-        if args.json:
-            print_json({"success": False, "error": str(exc), **exc.details()})
-        raise CliError(str(exc).splitlines()[0]) from exc
+    outcome: MemoryOpOutcome = store.apply(args.target, op)
     if args.json:
         print_json(
             {
@@ -91,6 +85,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     show.set_defaults(handler=_show)
 
     snapshot = actions.add_parser("snapshot", parents=[common], help="print the system-prompt blocks")
+    snapshot.add_argument("--target", help="only this store's block: memory or user")
     snapshot.set_defaults(handler=_snapshot)
 
     add = actions.add_parser("add", parents=[common], help="add an entry")

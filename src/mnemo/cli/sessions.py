@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from .._time import iso
 from ..archive import SessionArchive
-from ..archive.importer import import_jsonl
+from ..archive.importer import ImportReport, import_jsonl
+from ..archive.records import ROLES
 from ..embeddings import named_embedder
 from ._output import CliError, lines, print_json, print_table, progress
 from ._settings import settings_for
@@ -32,7 +34,7 @@ def _list(args: argparse.Namespace) -> int:
     with _archive(args) as archive:
         sessions = archive.list_sessions(limit=args.limit, source=args.source, include_hidden=args.all)
     if args.json:
-        print_json([s.to_dict() for s in sessions])
+        print_json({"count": len(sessions), "sessions": [s.to_dict() for s in sessions]})
         return 0
     if not sessions:
         lines(["no sessions archived yet"])
@@ -79,7 +81,7 @@ def _search(args: argparse.Namespace) -> int:
             sort=args.sort, include_hidden=args.all, context=1 if args.json else 0,
         )
     if args.json:
-        print_json([g.to_dict() for g in groups])
+        print_json({"query": query, "count": len(groups), "sessions": [g.to_dict() for g in groups]})
         return 0
     if not groups:
         lines([f"no messages match {query!r}"])
@@ -100,14 +102,27 @@ def _import(args: argparse.Namespace) -> int:
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
         raise CliError(f"no such file: {', '.join(missing)}")
-    created: list[str] = []
-    with _archive(args) as archive, progress(None, "importing messages", enabled=not args.json) as advance:
-        for path in paths:
-            created.extend(import_jsonl(archive, path, source=args.source, progress=advance))
+    reports: dict[str, ImportReport] = {}
+    with _archive(args) as archive:
+        with progress(None, "importing messages") as advance:
+            for path in paths:
+                reports[str(path)] = import_jsonl(archive, path, source=args.source, progress=advance)
+        pending = archive.pending_embeddings()
+    created = [sid for report in reports.values() for sid in report.created]
+    skipped = [sid for report in reports.values() for sid in report.skipped]
     if args.json:
-        print_json({"imported_sessions": created})
+        print_json({
+            "imported_sessions": created,
+            "skipped_sessions": skipped,
+            "messages": sum(report.messages for report in reports.values()),
+            "files": {path: asdict(report) for path, report in reports.items()},
+            "pending_embeddings": pending,
+        })  # fmt: skip
     else:
-        lines([f"imported {len(created)} session(s) from {len(paths)} file(s)"])
+        already = f"; {len(skipped)} already archived, skipped" if skipped else ""
+        lines([f"imported {len(created)} session(s) from {len(paths)} file(s){already}"])
+        if pending:
+            lines([f"{pending} messages wait for vectors: mnemo graph embed computes them now"])
     return 0
 
 
@@ -125,7 +140,7 @@ def _delete(args: argparse.Namespace) -> int:
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     """Add ``mnemo sessions ...``."""
-    parser = subparsers.add_parser("sessions", help="the session archive: list, show, search, import, delete")
+    parser = subparsers.add_parser("sessions", parents=[common], help="the session archive: list, show, search, import, delete")
     commands = parser.add_subparsers(dest="sessions_command", metavar="ACTION", required=True)
 
     listing = commands.add_parser("list", parents=[common], help="recent sessions")
@@ -140,7 +155,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
 
     search = commands.add_parser("search", parents=[common], help="full-text search over every message")
     search.add_argument("query", nargs="+")
-    search.add_argument("--role", choices=["user", "assistant", "tool", "system"])
+    search.add_argument("--role", choices=ROLES)
     search.add_argument("--source")
     search.add_argument("--since", help="ISO date/time")
     search.add_argument("--until", help="ISO date/time")

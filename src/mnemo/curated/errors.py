@@ -11,7 +11,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import MnemoError
+from ..errors import MnemoError, excerpt
+from ..safety.scan import finding_labels
 from .entries import joined_length
 from .ops import usage_text
 
@@ -63,7 +64,7 @@ class NoMatchingEntry(MemoryOpError):
 
     def __init__(self, old_text: str, **state: Any) -> None:
         super().__init__(
-            f"no {state['target']} entry contains {_preview(old_text)!r}; use a short unique substring of one of the current entries",
+            f"no {state['target']} entry contains {excerpt(old_text)}; use a short unique substring of one of the current entries",
             **state,
         )
         self.old_text = old_text
@@ -77,7 +78,7 @@ class AmbiguousMatch(MemoryOpError):
 
     def __init__(self, old_text: str, matches: Sequence[str], **state: Any) -> None:
         super().__init__(
-            f"{len(matches)} different {state['target']} entries contain {_preview(old_text)!r}; "
+            f"{len(matches)} different {state['target']} entries contain {excerpt(old_text)}; "
             "make old_text specific to one of them",
             **state,
         )
@@ -119,8 +120,7 @@ class BlockedContent(MemoryOpError):
 
     def details(self) -> dict[str, Any]:
         # Rules and categories only: echoing the flagged excerpt would put the payload back in context.
-        found = [{"category": f.category, "rule": f.rule} for f in self.findings]
-        return {**super().details(), "findings": found}
+        return {**super().details(), "findings": finding_labels(self.findings)}
 
 
 class EmptyContent(MemoryOpError):

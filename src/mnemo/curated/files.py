@@ -83,7 +83,7 @@ class MemoryFile:
         """Replace the file's content durably; call only while holding :meth:`locked`. Raises ``OSError``."""
         target = self.target
         self._remove_orphaned_temps(target)
-        _atomic_write(target, text.encode("utf-8"))
+        atomic_write(target, text.encode("utf-8"))
 
     def backup(self, raw: bytes) -> Path:
         """Save ``raw`` as a timestamped copy next to the file and return its path.
@@ -99,7 +99,7 @@ class MemoryFile:
                 continue
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
         backup = self.path.with_name(f"{self.path.name}.drift-{stamp}.bak")
-        _atomic_write(backup, raw)
+        atomic_write(backup, raw)
         return backup
 
     def _remove_orphaned_temps(self, target: Path) -> None:
@@ -108,7 +108,9 @@ class MemoryFile:
             orphan.unlink(missing_ok=True)
 
 
-def _atomic_write(target: Path, data: bytes) -> None:
+def atomic_write(target: Path, data: bytes) -> None:
+    """Replace ``target`` with ``data`` so a reader sees the old file or the new one, never a mix: temp
+    file in the same directory, fsync, rename, fsync of the directory. A new file is private (0600)."""
     try:
         mode = os.stat(target).st_mode & 0o7777
     except FileNotFoundError:

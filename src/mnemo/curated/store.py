@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, check_text, excerpt
 from ..safety.scan import scan
 from .entries import ENTRY_DELIMITER, dedupe, join_entries, joined_length, parse_entries, survives_round_trip
 from .errors import (
@@ -48,7 +48,7 @@ _log = logging.getLogger(__name__)
 def check_target(target: object) -> str:
     """Return ``target`` if it names a store; raise :class:`InvalidArgument` (a ``ValueError``) otherwise."""
     if target not in TARGETS:
-        raise InvalidArgument("target", f"must be 'memory' or 'user', got {target!r}")
+        raise InvalidArgument("target", f"must be 'memory' or 'user', got {excerpt(target)}")
     return target  # type: ignore[return-value]
 
 
@@ -63,6 +63,8 @@ class MemoryStore:
         directory: str | Path,
         memory_char_limit: int = DEFAULT_MEMORY_CHAR_LIMIT,
         user_char_limit: int = DEFAULT_USER_CHAR_LIMIT,
+        *,
+        scan_threshold: float | None = None,
     ) -> None:
         for name, limit in (("memory_char_limit", memory_char_limit), ("user_char_limit", user_char_limit)):
             if not isinstance(limit, int) or isinstance(limit, bool) or limit <= 0:
@@ -77,11 +79,18 @@ class MemoryStore:
         # One thread at a time per store; the flock (per open file) then orders processes and stores.
         self._lock = threading.RLock()
         self._counted_failures = 0
+        self._scan_threshold = scan_threshold
+        scan("", threshold=scan_threshold)  # a bad threshold is refused here, not at the first write
 
     @classmethod
     def from_settings(cls, settings: Settings) -> MemoryStore:
-        """A store on ``settings.memories_dir`` with the configured limits."""
-        return cls(settings.memories_dir, settings.memory_char_limit, settings.user_char_limit)
+        """A store on ``settings.memories_dir`` with the configured limits and scan threshold."""
+        return cls(
+            settings.memories_dir,
+            settings.memory_char_limit,
+            settings.user_char_limit,
+            scan_threshold=settings.scan_threshold,
+        )
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -165,7 +174,7 @@ class MemoryStore:
     def _render(self, target: str, entries: tuple[str, ...]) -> str:
         shown = []
         for entry in entries:
-            findings = scan(entry)
+            findings = scan(entry, threshold=self._scan_threshold)
             shown.append(blocked_placeholder(dict.fromkeys(f.category for f in findings)) if findings else entry)
         return render_block(target, shown, joined_length(entries), self._limits[target])
 
@@ -210,7 +219,7 @@ class MemoryStore:
             messages = []
             for index, op in enumerate(ops):
                 try:
-                    messages.append(_apply_one(working, op, state))
+                    messages.append(_apply_one(working, op, state, self._scan_threshold))
                 except MemoryOpError as exc:
                     if batch:
                         exc.op_index = index
@@ -230,16 +239,16 @@ class MemoryStore:
         return MemoryOpOutcome(target, message, len(result), needed, limit)
 
 
-def _clean_content(content: object, state: dict[str, Any]) -> str:
+def _clean_content(content: object, state: dict[str, Any], scan_threshold: float | None) -> str:
     if not isinstance(content, str):
         raise InvalidArgument("content", f"must be a string, got {type(content).__name__}")
-    content = content.strip()
+    content = check_text("content", content).strip()
     if not content:
         raise EmptyContent("content", **state)
     # The Hermes format cannot tell these apart from several entries once joined to neighbours.
     if ENTRY_DELIMITER in content or content.startswith("§\n") or content.endswith("\n§"):
         raise DelimiterInContent(ENTRY_DELIMITER, **state)
-    findings = scan(content)
+    findings = scan(content, threshold=scan_threshold)
     if findings:
         raise BlockedContent(findings, **state)
     return content
@@ -248,7 +257,7 @@ def _clean_content(content: object, state: dict[str, Any]) -> str:
 def _find(working: list[str], old_text: object, state: dict[str, Any]) -> int:
     if not isinstance(old_text, str):
         raise InvalidArgument("old_text", f"must be a string, got {type(old_text).__name__}")
-    old_text = old_text.strip()
+    old_text = check_text("old_text", old_text).strip()
     if not old_text:
         raise EmptyContent("old_text", **state)
     if old_text in working:
@@ -262,15 +271,15 @@ def _find(working: list[str], old_text: object, state: dict[str, Any]) -> int:
     return hits[0]
 
 
-def _apply_one(working: list[str], op: MemoryOp, state: dict[str, Any]) -> str:
+def _apply_one(working: list[str], op: MemoryOp, state: dict[str, Any], scan_threshold: float | None) -> str:
     if isinstance(op, Add):
-        content = _clean_content(op.content, state)
+        content = _clean_content(op.content, state, scan_threshold)
         if content in working:
             return "Entry already exists; no duplicate added."
         working.append(content)
         return "Entry added."
     if isinstance(op, Replace):
-        content = _clean_content(op.content, state)
+        content = _clean_content(op.content, state, scan_threshold)
         working[_find(working, op.old_text, state)] = content
         return "Entry replaced."
     del working[_find(working, op.old_text, state)]

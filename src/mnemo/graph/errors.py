@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import InvalidArgument, MnemoError
+from ..errors import InvalidArgument, MnemoError, excerpt
+from ..safety.scan import refusal_reason
 
 
 class MemoryNotFound(InvalidArgument):
@@ -12,7 +13,7 @@ class MemoryNotFound(InvalidArgument):
 
     def __init__(self, field: str, memory_id: str) -> None:
         self.memory_id = memory_id
-        super().__init__(field, f"no memory with id {memory_id!r} in this scope")
+        super().__init__(field, f"no memory with id {excerpt(memory_id)} in this scope")
 
 
 class BlockedContent(MnemoError):
@@ -21,17 +22,10 @@ class BlockedContent(MnemoError):
     def __init__(self, field: str, findings: tuple[Any, ...]) -> None:
         self.field = field
         self.findings = findings
-        reasons = "; ".join(_describe(f) for f in findings) or "unsafe content"
-        super().__init__(f"{field}: blocked by the threat scan ({reasons})")
+        super().__init__(f"{field}: {refusal_reason(findings)}")
 
 
 class ImportConflict(MnemoError):
     """An import would overwrite a memory whose content differs from the file's."""
 
 
-def _describe(finding: Any) -> str:
-    for attribute in ("message", "description", "reason", "category"):
-        value = getattr(finding, attribute, None)
-        if value:
-            return str(value)
-    return str(finding)

@@ -31,7 +31,7 @@ from .. import _db
 from .._time import to_timestamp
 from ..database import connect_owned
 from ..embeddings.queries import PrefetchedEmbedder, QueryVectors
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, check_text, excerpt
 from ..retrieval.names import name_key
 from ..safety.scan import scan
 from . import recall as _recall
@@ -119,7 +119,9 @@ class MemoryGraph:
         max_content_chars: int = MAX_CONTENT_CHARS,
         embed_per_recall: int = EMBED_PER_RECALL,
         clock: Callable[[], float] = time.time,
+        scan_threshold: float | None = None,
     ) -> None:
+        scan("", threshold=scan_threshold)  # a bad threshold is refused before the database is opened
         if isinstance(database, sqlite3.Connection):
             self._conn = database
             self._owns_connection = False
@@ -129,6 +131,7 @@ class MemoryGraph:
         self.scope = scope if scope is not None else Scope()
         self.embedder = embedder
         self.max_content_chars = max_content_chars
+        self.scan_threshold = scan_threshold
         self.embed_per_recall = embed_per_recall
         self._clock = clock
         self._lock = threading.RLock()
@@ -179,15 +182,10 @@ class MemoryGraph:
         text = content.strip()
         if not text:
             raise InvalidArgument(field, "must not be empty")
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            raise InvalidArgument(field, "is not valid UTF-8 text") from None
-        if "\x00" in text:
-            raise InvalidArgument(field, "must not contain NUL characters")
+        check_text(field, text)
         if len(text) > self.max_content_chars:
             raise InvalidArgument(field, f"is {len(text):,} characters; the limit is {self.max_content_chars:,}")
-        findings = scan(text)
+        findings = scan(text, threshold=self.scan_threshold)
         if findings:
             raise BlockedContent(field, findings)
         return text
@@ -316,24 +314,17 @@ class MemoryGraph:
                 chain.append(older)
 
     def stats(self) -> dict[str, Any]:
-        """Counts for this scope: memories by type, forgotten, superseded, edges by relation, vectors."""
+        """Counts for this scope. Every memory is in exactly one state: ``active`` (recalled),
+        ``superseded`` (replaced by a newer version) or ``forgotten`` (which wins over superseded);
+        ``by_type`` counts the active ones. Also edges by relation, and vectors."""
         params = scope_params(self.scope)
         with self._lock:
-            by_type = dict(
-                self._conn.execute(
-                    f"SELECT m.type, COUNT(*) FROM graph_memories m WHERE {SCOPE_CLAUSE} AND m.forgotten = 0"
-                    " GROUP BY m.type ORDER BY m.type",
-                    params,
-                ).fetchall()
-            )
-            forgotten = self._conn.execute(
-                f"SELECT COUNT(*) FROM graph_memories m WHERE {SCOPE_CLAUSE} AND m.forgotten = 1", params
-            ).fetchone()[0]
-            superseded = self._conn.execute(
-                f"SELECT COUNT(*) FROM graph_memories m WHERE {SCOPE_CLAUSE} AND EXISTS (SELECT 1 FROM"
-                " graph_associations a WHERE a.target_id = m.id AND a.relation = 'updates')",
+            rows = self._conn.execute(
+                "SELECT m.type, CASE WHEN m.forgotten THEN 'forgotten' WHEN EXISTS (SELECT 1 FROM graph_associations a"
+                " WHERE a.target_id = m.id AND a.relation = 'updates') THEN 'superseded' ELSE 'active' END,"
+                f" COUNT(*) FROM graph_memories m WHERE {SCOPE_CLAUSE} GROUP BY 1, 2 ORDER BY 1",
                 params,
-            ).fetchone()[0]
+            ).fetchall()
             edges = dict(
                 self._conn.execute(
                     "SELECT a.relation, COUNT(*) FROM graph_associations a JOIN graph_memories m ON m.id = a.source_id"
@@ -348,21 +339,31 @@ class MemoryGraph:
                     f" WHERE {SCOPE_CLAUSE} AND v.model = ? AND v.dim = ?",
                     (*params, self.embedder.name, self.embedder.dim),
                 ).fetchone()[0]
-            total = self._conn.execute(
-                f"SELECT COUNT(*) FROM graph_memories m WHERE {SCOPE_CLAUSE}", params
-            ).fetchone()[0]
+        states = dict.fromkeys(("active", "superseded", "forgotten"), 0)
+        by_type: dict[str, int] = {}
+        for kind, state, count in rows:
+            states[state] += count
+            if state == "active":
+                by_type[kind] = count
+        total = sum(states.values())
         return {
             "memories": total,
-            "active": sum(by_type.values()),
+            **states,
             "by_type": by_type,
-            "forgotten": forgotten,
-            "superseded": superseded,
             "associations": sum(edges.values()),
             "by_relation": edges,
             "embedder": None if self.embedder is None else {"name": self.embedder.name, "dim": self.embedder.dim},
             "embedded": embedded,
             "pending_embeddings": (total - embedded) if self.embedder is not None else None,
         }
+
+    def scopes(self) -> list[Scope]:
+        """Every scope that holds memories in this database (for whole-database maintenance)."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT DISTINCT user_id, agent_id, channel_id FROM graph_memories ORDER BY 1, 2, 3"
+            ).fetchall()
+        return [Scope(*row) for row in rows]
 
     # ----------------------------------------------------------------- writes
 
@@ -392,7 +393,7 @@ class MemoryGraph:
 
     def _link(self, conn: sqlite3.Connection, source_id: str, target_id: str, relation: Relation, weight: float) -> None:
         if relation is Relation.UPDATES and self._reaches_by_updates(conn, target_id, source_id):
-            raise InvalidArgument("relation", f"{target_id!r} already descends from {source_id!r}; an updates cycle")
+            raise InvalidArgument("relation", f"{excerpt(target_id)} already descends from {excerpt(source_id)}; an updates cycle")
         conn.execute(
             "INSERT INTO graph_associations (source_id, target_id, relation, weight, created_at)"
             " VALUES (?, ?, ?, ?, ?) ON CONFLICT (source_id, target_id, relation) DO UPDATE SET weight = excluded.weight",
@@ -539,7 +540,7 @@ class MemoryGraph:
         with self._write() as conn:
             old = self._require(conn, old_id, "id")
             if old.superseded_by is not None:
-                raise InvalidArgument("id", f"{old_id!r} is already superseded by {old.superseded_by!r}; replace that one")
+                raise InvalidArgument("id", f"{excerpt(old_id)} is already superseded by {old.superseded_by!r}; replace that one")
             new_kind = kind or old.type
             if given_importance is not None:
                 new_importance = given_importance

@@ -7,7 +7,7 @@ from enum import StrEnum
 from typing import Any
 
 from .._time import iso
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, excerpt
 from ..scope import Scope
 
 
@@ -77,7 +77,7 @@ def parse_memory_type(value: Any, field_name: str = "type") -> MemoryType:
         return MemoryType(value.strip().lower())
     except ValueError:
         choices = ", ".join(t.value for t in MemoryType)
-        raise InvalidArgument(field_name, f"unknown memory type {value!r} (choose one of: {choices})") from None
+        raise InvalidArgument(field_name, f"unknown memory type {excerpt(value)} (choose one of: {choices})") from None
 
 
 def parse_relation(value: Any, field_name: str = "relation") -> Relation:
@@ -90,7 +90,7 @@ def parse_relation(value: Any, field_name: str = "relation") -> Relation:
         return Relation(value.strip().lower())
     except ValueError:
         choices = ", ".join(r.value for r in Relation)
-        raise InvalidArgument(field_name, f"unknown relation {value!r} (choose one of: {choices})") from None
+        raise InvalidArgument(field_name, f"unknown relation {excerpt(value)} (choose one of: {choices})") from None
 
 
 def parse_unit_interval(value: Any, field_name: str) -> float:
@@ -99,7 +99,7 @@ def parse_unit_interval(value: Any, field_name: str) -> float:
         raise InvalidArgument(field_name, f"must be a number between 0 and 1, got {type(value).__name__}")
     number = float(value)
     if not 0.0 <= number <= 1.0:  # also refuses NaN
-        raise InvalidArgument(field_name, f"must be between 0 and 1, got {value!r}")
+        raise InvalidArgument(field_name, f"must be between 0 and 1, got {excerpt(value)}")
     return number
 
 

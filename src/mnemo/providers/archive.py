@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ..archive.records import SessionHits
 from ..archive.store import SessionArchive
 from ..database import refuse_old_config_key
-from ..errors import InvalidArgument, MnemoError
+from ..errors import InvalidArgument, MnemoError, excerpt
 from ..llm import LLM
 from ..scope import Scope
 
@@ -152,7 +152,7 @@ class ArchiveProvider:
     def handle_tool_call(self, name: str, arguments: Any) -> str:
         """Answer ``session_search``, leaving out the current session and its lineage."""
         if name != TOOL_NAME:
-            return failure(f"unknown tool {name!r}; this provider serves {TOOL_NAME!r}", argument="name")
+            return failure(f"unknown tool {excerpt(name)}; this provider serves {TOOL_NAME!r}", field="name")
         if self._archive is None or self._archive.closed:
             return failure("the session archive is not open")
         return _tool.handle_session_search(

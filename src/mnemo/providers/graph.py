@@ -89,7 +89,11 @@ class GraphProvider:
         if embedder is None:
             embedder = named_embedder(settings.graph_embedder)
         provider = cls(embedder=embedder, context_chars=settings.graph_context_chars)
-        provider._defaults = {"database": str(settings.database_path), "memories_dir": str(settings.memories_dir)}
+        provider._defaults = {
+            "database": str(settings.database_path),
+            "memories_dir": str(settings.memories_dir),
+            "scan_threshold": settings.scan_threshold,
+        }
         # The settings' scope is the whole AgentMemory's (the archive's too): a provider table cannot split it.
         provider._scope = settings.scope
         if callable(frozen_entries):
@@ -130,7 +134,9 @@ class GraphProvider:
             database = config.get("database") or (database_path(config["home"]) if config.get("home") else None)
             if database is None:
                 raise ConfigError("graph provider: config needs 'database' or 'home'")
-            self._graph = MemoryGraph(database, scope=scope, embedder=self._embedder)
+            self._graph = MemoryGraph(
+                database, scope=scope, embedder=self._embedder, scan_threshold=config.get("scan_threshold")
+            )
             self._owns_graph = True
         elif scope_keys:
             self._graph = self._graph.with_scope(scope)

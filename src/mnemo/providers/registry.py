@@ -38,8 +38,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import InvalidArgument
-from ..tools._json import failure, parse_arguments
+from ..errors import InvalidArgument, MnemoError, excerpt
+from ..tools._json import failure, parse_arguments, refusal
 from ._threads import Gather, Lane, join_all
 from .protocol import (
     MemoryProvider,
@@ -170,6 +170,7 @@ class ProviderRegistry:
         self._tools: dict[str, _Active] = {}
         self._by_name: dict[str, _Active] = {}
         self._prefetch_lock = threading.Lock()
+        self._failures: dict[str, str] = {}
         # Runs _Session.shutdown at interpreter exit, or when this registry is collected, whichever
         # comes first; calling it (shutdown_all) runs it at most once and unregisters it.
         self._finalizer = weakref.finalize(self, self._session.shutdown)
@@ -220,6 +221,7 @@ class ProviderRegistry:
             except Exception as exc:
                 reason = exc if isinstance(exc, ProviderError) else f"capabilities() failed: {type(exc).__name__}: {exc}"
                 log.error("%s: refused: %s", name, reason)
+                self._failures[name] = str(reason)
                 self._session.refuse(name, provider)
                 continue
             entry = _Active(
@@ -240,10 +242,12 @@ class ProviderRegistry:
         try:
             if not provider.is_available():
                 log.info("%s: dropped: not available", name)
+                self._failures[name] = "not available"
                 return False
             provider.initialize(session_key, config)
         except Exception as exc:
             log.warning("%s: dropped: initialization failed: %s: %s", name, type(exc).__name__, exc, exc_info=True)
+            self._failures[name] = str(exc) if isinstance(exc, MnemoError) else f"{type(exc).__name__}: {exc}"
             return False
         return True
 
@@ -260,6 +264,11 @@ class ProviderRegistry:
         return tuple(self._registered)
 
     # -- what is active --------------------------------------------------------------------------
+
+    @property
+    def failures(self) -> dict[str, str]:
+        """Providers dropped at initialization, by name, with the reason (a copy)."""
+        return dict(self._failures)
 
     @property
     def providers(self) -> tuple[MemoryProvider, ...]:
@@ -463,11 +472,11 @@ class ProviderRegistry:
         """Run provider tool ``name``; ``arguments`` is a dict or a JSON object string. Always a JSON string."""
         entry = self._tools.get(name)
         if entry is None or self._session.closed:
-            return failure(f"unknown tool {name!r}")
+            return failure(f"unknown tool {excerpt(name)}")
         try:
             parsed = parse_arguments(arguments)
         except InvalidArgument as exc:
-            return failure(str(exc))
+            return refusal(exc)
         try:
             result = entry.provider.handle_tool_call(name, parsed)
         except Exception as exc:

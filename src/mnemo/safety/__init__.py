@@ -9,7 +9,7 @@ from .fence import (
     inject_memory_context,
     sanitize_context,
 )
-from .scan import Finding, scan
+from .scan import Finding, finding_labels, refusal_reason, scan
 from .scrub import ContextScrubber, scrub_memory_context
 
 __all__ = [
@@ -18,7 +18,9 @@ __all__ = [
     "ContextScrubber",
     "Finding",
     "build_memory_context_block",
+    "finding_labels",
     "inject_memory_context",
+    "refusal_reason",
     "sanitize_context",
     "scan",
     "scrub_memory_context",

@@ -6,18 +6,20 @@ something the user just said or as instructions. The fence only holds if provide
 close it early nor open a second, official-looking block, so every piece of provider text (and every
 label) passes through :func:`sanitize_context` first.
 
-A fence tag is recognised leniently, because models do not care about spelling: any case, whitespace
-(or zero-width characters) around ``<``, ``/`` and between the two words, a dash, ``_`` or nothing between
-them, attributes, and full-width look-alikes of the letters and punctuation. The recogniser is shared with the streaming scrubber so both agree on what a tag is.
+A fence tag is recognised leniently, because models do not care about spelling: it is matched on the
+folded view of the text (:mod:`~mnemo.safety.fold`: case, look-alike letters and brackets, invisible
+characters, accents, character references and white space all read as a reader reads them), with white
+space around ``<``, ``/`` and between the two words, a dash, ``_`` or nothing between them, and
+attributes. The grammar is shared with the streaming scrubber so both agree on what a tag is.
 """
 
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterable
-from enum import Enum
-from typing import Any, NamedTuple
+from typing import Any
+
+from .fold import INVISIBLE, OPEN_REFERENCE, end_of_slot, fold
 
 __all__ = [
     "MEMORY_CONTEXT_NOTE",
@@ -36,165 +38,125 @@ MEMORY_CONTEXT_NOTE = (
 )
 """The system note that opens every fenced block."""
 
-# --- recognising a fence tag ----------------------------------------------------------------------
+# --- recognising a fence tag and the note, on the folded view ------------------------------------
 
-_SPACING = frozenset("\u200b\u200c\u200d\u2060\ufeff")
-# Look-alikes a model reads as the same punctuation (full-width and small forms, Unicode dashes).
-_OPENERS = "<\uff1c\ufe64"
-_CLOSERS = frozenset(">\uff1e\ufe65")
-_SLASHES = frozenset("/\uff0f")
-_JOINERS = frozenset("-_\uff0d\uff3f\u2010\u2011\u2012\u2013\u2014\u2212")
-_OPENER_PATTERN = re.compile(f"[{_OPENERS}]")
-_MAX_SPACING = 8
-# Attributes are bounded so a streaming scrubber never has to hold back more than a short prefix.
+# In the folded view (see :mod:`~mnemo.safety.fold`) every look-alike is already its ASCII letter, so
+# the grammar only has to allow invisible characters inside words and white space where a reader
+# would skip it: around ``<`` and ``/`` and between the two words, which may be joined by ``-``, ``_``
+# or nothing. A tag is the name followed by a word boundary (``<memory-contextual>`` is another word),
+# then optionally attributes closed by ``>`` within a bounded distance. A cut that ends in a character
+# reference (``&gt;``) takes the whole reference (:func:`~mnemo.safety.fold.end_of_slot`).
+_INVISIBLE = f"[{INVISIBLE}]*+"
 _MAX_ATTRIBUTE_CHARS = 200
+# The streaming scrubber bounds white-space runs inside a tag, so it never holds back more than a short
+# prefix; one-shot sanitising has no such constraint and accepts any run.
+_MAX_STREAM_SPACING = 64
 
 
-class TagStatus(Enum):
-    """How the text at a ``<`` relates to the fence-tag grammar."""
-
-    MATCH = "match"
-    """A complete tag."""
-    PARTIAL = "partial"
-    """The text ends before the tag could be decided: it is a possible prefix of a tag."""
-    NONE = "none"
-    """Not a tag, whatever follows."""
+def _spacing(bounded: bool) -> str:
+    return f"[ {INVISIBLE}]{{0,{_MAX_STREAM_SPACING}}}+" if bounded else f"[ {INVISIBLE}]*+"
 
 
-class FenceTag(NamedTuple):
-    """Result of :func:`match_fence_tag`."""
-
-    status: TagStatus
-    end: int
-    """Index just past the tag (``MATCH``), else past the name if it was seen (``named``), else the start."""
-    closing: bool
-    named: bool
-    """Whether ``<``, the optional ``/`` and the full name were seen, i.e. the text reads as a fence tag."""
+def _letters(word: str) -> list[str]:
+    return [re.escape(letter) + _INVISIBLE for letter in word]
 
 
-def _is_spacing(char: str) -> bool:
-    return char.isspace() or char in _SPACING
+def _name_tokens(bounded: bool) -> list[str]:
+    space = _spacing(bounded)
+    return [*_letters("memory"), space, f"(?:-{space})?", *_letters("context")]
 
 
-def _folded(char: str) -> str:
-    """``char`` lower-cased, with full-width letters read as ASCII (``ｍ`` is ``m``)."""
-    return char.lower() if char.isascii() else unicodedata.normalize("NFKC", char).lower()
+def _prefix_of(tokens: list[str]) -> str:
+    """A pattern matching any prefix (possibly empty) of the sequence ``tokens``, as far as it goes."""
+    pattern = ""
+    for token in reversed(tokens):
+        pattern = f"(?:{token}{pattern})?"
+    return f"(?>{pattern})"
 
 
-def find_tag_start(text: str, start: int = 0) -> int:
-    """Index of the next character at or after ``start`` that may open a fence tag, or -1."""
-    match = _OPENER_PATTERN.search(text, start)
-    return -1 if match is None else match.start()
+def _opener(bounded: bool) -> str:
+    # ``<`` then anything a reader skips before the name: white space and ``/``.
+    return f"<[ {INVISIBLE}/]{{0,{_MAX_STREAM_SPACING}}}+" if bounded else f"<[ {INVISIBLE}/]*+"
 
 
-def match_fence_tag(text: str, start: int) -> FenceTag:
-    """Decide whether a fence tag begins at ``text[start]`` (a ``<`` or a look-alike).
+def _tag_name(bounded: bool) -> str:
+    return _opener(bounded) + "".join(_name_tokens(bounded)) + r"(?![\w-])"
 
-    The decision only ever depends on characters up to the returned ``end`` (or to the end of ``text``
-    for ``PARTIAL``), so feeding more text never turns a ``MATCH`` or ``NONE`` into something else:
-    the property the streaming scrubber relies on.
-    """
-    length = len(text)
-    closing = False
 
-    def skip_spacing(at: int) -> int:
-        count = 0
-        while at < length and count < _MAX_SPACING and _is_spacing(text[at]):
-            at += 1
-            count += 1
-        return at
+def _note_tokens() -> list[str]:
+    folded = " ".join(fold(MEMORY_CONTEXT_NOTE).split())
+    return [_spacing(False) if char == " " else re.escape(char) + _INVISIBLE for char in folded]
 
-    def expect_word(at: int, word: str) -> int | None:
-        """Index past ``word`` (ASCII, any case); -1 if the text ran out first; None on a mismatch."""
-        for letter in word:
-            if at >= length:
-                return -1
-            if _folded(text[at]) != letter:
-                return None
-            at += 1
-        return at
 
-    def partial() -> FenceTag:
-        return FenceTag(TagStatus.PARTIAL, start, closing, False)
+_ATTRIBUTES = f"[^<>]{{0,{_MAX_ATTRIBUTE_CHARS}}}"
 
-    def none(end: int = start, named: bool = False) -> FenceTag:
-        return FenceTag(TagStatus.NONE, end, closing, named)
+# One-shot sanitising cuts a whole tag (or just its name when no ``>`` follows closely) and any copy of
+# the note. It also cuts the beginning of either (``<memory-``, ``[System no``) when what follows it is
+# cut too, or cutting would join the two halves into a new tag (``<memory-<memory-context>context>``):
+# so a cut is a run of adjacent pieces, beginnings then a tag or note, repeated; beginnings that end a
+# run are text. Each alternative either matches or consumes what it looked at, so the scan is one pass.
+_TAG = f"{_tag_name(False)}(?:{_ATTRIBUTES}>)?"
+_NOTE = "".join(_note_tokens())
+# A character reference without ``;`` (``&l``, ``&#6``, undecoded or decoded) is a beginning too:
+# cutting what follows it would let it read the text after the cut as its end (``&l`` + tag + ``t;``).
+# A bare ``<`` (or ``</``) at the very end goes too: the block's closing tag follows on the next line.
+_BARE_END = f"{_opener(False)}\\Z"
+_OPEN_REFERENCE = f"(?:&[^ <&;\\[{INVISIBLE}]{{0,32}}+|[^{INVISIBLE}]?{OPEN_REFERENCE}++)"
+_BEGINNING = (
+    f"(?!{_TAG}|{_NOTE}|{_BARE_END})(?:{_opener(False)}{_prefix_of(_name_tokens(False))}"
+    f"|{_note_tokens()[0]}{_prefix_of(_note_tokens()[1:])}|{_OPEN_REFERENCE})"
+)
+_SANITIZE = re.compile(
+    f"(?=[<\\[&{OPEN_REFERENCE}]|.{OPEN_REFERENCE})"
+    f"(?:(?P<cut>(?>(?:{_BEGINNING})*+(?:{_TAG}|{_NOTE}|{_BARE_END}))++)|(?:{_BEGINNING})++)",
+    re.DOTALL,
+)
+# Without a whole tag or note there is nothing to cut: found by a much cheaper scan.
+_ANCHOR = re.compile(f"(?=[<\\[])(?:{_TAG}|{_NOTE}|{_BARE_END})")
 
-    position = skip_spacing(start + 1)
-    if position >= length:
-        return partial()
-    if text[position] in _SLASHES:
-        closing = True
-        position = skip_spacing(position + 1)
-    after = expect_word(position, "memory")
-    if after is None:
-        return none()
-    if after < 0:
-        return partial()
-    position = skip_spacing(after)
-    if position < length and text[position] in _JOINERS:
-        position = skip_spacing(position + 1)
-    after = expect_word(position, "context")
-    if after is None:
-        return none()
-    if after < 0:
-        return partial()
-    position = after
-    if position >= length:
-        return partial()
-    char = text[position]
-    if char in _CLOSERS:
-        return FenceTag(TagStatus.MATCH, position + 1, closing, True)
-    if char.isalnum() or char in _JOINERS:
-        # ``<memory-contextual>`` is another word, not our tag.
-        return none()
-    name_end = position
-    limit = min(length, position + 1 + _MAX_ATTRIBUTE_CHARS)
-    for index in range(position, limit):
-        if text[index] in _CLOSERS:
-            return FenceTag(TagStatus.MATCH, index + 1, closing, True)
-        if text[index] in _OPENERS:
-            return none(name_end, named=True)
-    if length - position <= _MAX_ATTRIBUTE_CHARS:
-        # The text ended inside what may still become ``<memory-context attr="...">``.
-        return FenceTag(TagStatus.PARTIAL, name_end, closing, True)
-    return none(name_end, named=True)
+# Streaming scrubbing: complete tags, and at the very end of the text a tag left open after its name
+# (``named``) or before it (``partial``). Neither holds a ``<`` after its first character, so an open
+# tag can only start at the last ``<``.
+STREAM_TAG = re.compile(f"{_tag_name(True)}{_ATTRIBUTES}>")
+"""A complete fence tag, in the grammar the scrubber applies to the folded view."""
+STREAM_OPEN_END = re.compile(
+    f"(?P<named>{_tag_name(True)}{_ATTRIBUTES})|(?P<partial>{_opener(True)}{_prefix_of(_name_tokens(True))})"
+)
+"""What may still become a tag if the text goes on (use with ``fullmatch`` from the last ``<``)."""
+
+CLOSING_TAG = re.compile(f"<[ {INVISIBLE}]*+/")
+"""Matches (at a tag's start) when the tag closes a block."""
 
 
 # --- sanitising provider text ---------------------------------------------------------------------
-
-_NOTE_PATTERN = re.compile(
-    r"\s*".join(re.escape(word) for word in MEMORY_CONTEXT_NOTE.split()), re.IGNORECASE
-)
-
-
-def _remove_fence_tags(text: str) -> str:
-    pieces: list[str] = []
-    kept_from = 0
-    search_from = 0
-    while (opening := find_tag_start(text, search_from)) != -1:
-        tag = match_fence_tag(text, opening)
-        if tag.status is TagStatus.MATCH or tag.named:
-            pieces.append(text[kept_from:opening])
-            kept_from = search_from = tag.end
-        else:
-            search_from = opening + 1
-    pieces.append(text[kept_from:])
-    return "".join(pieces)
 
 
 def sanitize_context(text: str) -> str:
     """Remove from ``text`` everything that could open or close the fence.
 
-    Drops fence tags in any spelling the recogniser accepts (including an unfinished ``<memory-context``
-    with no ``>``) and any copy of :data:`MEMORY_CONTEXT_NOTE`. Removal repeats until nothing changes,
-    because cutting one tag out of ``<memory-<memory-context>context>`` joins the halves into another.
+    Drops fence tags in any spelling a reader takes for one (look-alike letters, invisible characters,
+    character references, odd spacing; see :mod:`~mnemo.safety.fold`), an unfinished tag at the end
+    (``</memory-context``, a bare ``<``), any copy of :data:`MEMORY_CONTEXT_NOTE`, and the beginnings of either that
+    removing them would join to what follows (``<memory-<memory-context>context>`` leaves ``context>``).
+    Only those spans are cut; the rest of the text is kept as it was. Linear in the length of ``text``.
     """
-    while True:
-        cleaned = _NOTE_PATTERN.sub("", _remove_fence_tags(text))
-        if cleaned == text:
-            return cleaned
-        text = cleaned
+    if "<" not in text and "[" not in text and "&" not in text and text.isascii():
+        return text
+    folded = fold(text)
+    if _ANCHOR.search(folded) is None:
+        return text
+    pieces: list[str] = []
+    kept = 0
+    for match in _SANITIZE.finditer(folded):
+        start, end = match.span("cut")
+        if start < 0:
+            continue
+        pieces.append(text[kept:start])
+        kept = end_of_slot(text, end - 1)
+    if not kept:
+        return text
+    pieces.append(text[kept:])
+    return "".join(pieces)
 
 
 def _sanitize_label(label: str) -> str:
@@ -214,7 +176,9 @@ def build_memory_context_block(sections: Iterable[tuple[str, str]]) -> str:
             rendered.append(f"### {_sanitize_label(label)}\n{body}")
     if not rendered:
         return ""
-    inner = "\n\n".join(rendered)
+    # Once more as a whole: a label ending in ``<memory`` and a body starting with ``context>`` are each
+    # harmless alone, not once joined by the heading's line break.
+    inner = sanitize_context("\n\n".join(rendered))
     return f"<{MEMORY_CONTEXT_TAG}>\n{MEMORY_CONTEXT_NOTE}\n\n{inner}\n</{MEMORY_CONTEXT_TAG}>"
 
 

@@ -2,8 +2,16 @@
 
 Anything mnemo stores may be replayed into a future system prompt or per-turn context, so a single
 poisoned note follows the user into every later session. :func:`scan` looks for the ways such a note
-tries to take over the model: prompt-injection phrasings, fake chat turns, exfiltration of secrets,
-SSH backdoors, instructions hidden in HTML, and invisible or bidi-control Unicode.
+tries to take over the model, in three layers:
+
+1. **normalisation** (:mod:`mnemo.safety.normalize`): NFKC, look-alike letters, zero-width and bidi
+   characters, accents; then extra readings for leetspeak, spaced-out letters, rot13 and embedded base64,
+   hex and percent-encoded payloads. Invisible and bidi-control characters are findings in their own right.
+2. **patterns**: prompt-injection phrasings, fake chat turns, exfiltration of secrets, SSH backdoors and
+   instructions hidden in HTML, matched on every reading.
+3. **a learned classifier** (:mod:`mnemo.safety.classifier`) for injections no pattern names, flagging
+   when its probability reaches the threshold (:data:`DEFAULT_SCAN_THRESHOLD`, or the ``scan_threshold``
+   setting).
 
 The patterns are deliberately narrow. Ordinary notes an agent keeps ("user said: ignore lint warnings in
 legacy/", "key in ~/.ssh/config", "curl https://api.example.com/health") must pass, because a scanner that
@@ -14,20 +22,30 @@ aimed at the model's instructions, a command that reads or ships a credential), 
 from __future__ import annotations
 
 import re
-import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from ..errors import InvalidArgument
+from .classifier import Model, load_model
+from .normalize import INVISIBLE_CLASSES, View, fold, views
+
 __all__ = [
     "CATEGORIES",
+    "DEFAULT_SCAN_THRESHOLD",
     "EXFILTRATION",
     "HIDDEN_HTML",
     "INVISIBLE_UNICODE",
+    "LAYERS",
     "PROMPT_INJECTION",
+    "REMOTE_CODE",
     "ROLE_HIJACK",
     "SCAN_CHAR_LIMIT",
     "SSH_BACKDOOR",
     "Finding",
+    "check_threshold",
+    "finding_labels",
+    "refusal_reason",
     "scan",
 ]
 
@@ -35,6 +53,7 @@ PROMPT_INJECTION = "prompt_injection"
 ROLE_HIJACK = "role_hijack"
 EXFILTRATION = "exfiltration"
 SSH_BACKDOOR = "ssh_backdoor"
+REMOTE_CODE = "remote_code"
 HIDDEN_HTML = "hidden_html"
 INVISIBLE_UNICODE = "invisible_unicode"
 
@@ -43,6 +62,7 @@ CATEGORIES: tuple[str, ...] = (
     ROLE_HIJACK,
     EXFILTRATION,
     SSH_BACKDOOR,
+    REMOTE_CODE,
     HIDDEN_HTML,
     INVISIBLE_UNICODE,
 )
@@ -57,6 +77,15 @@ this (curated entries live in stores of 2,200 and 1,375 characters), so in pract
 scanned; a caller that accepts longer text must bound its size itself before it reaches a prompt.
 """
 
+DEFAULT_SCAN_THRESHOLD = 0.84
+"""The classifier flags a text when its injection probability is at least this (chosen in ``bench/scan.py``
+on held-out sources; see the README). 1.0 turns the classifier off; the patterns always run."""
+
+LAYERS: tuple[str, ...] = ("pattern", "classifier", "unicode")
+"""Which layer of the scan produced a :class:`Finding`."""
+
+CLASSIFIER_RULE = "injection_classifier"
+
 _EXCERPT_CHARS = 80
 _CONTEXT_CHARS = 24
 
@@ -66,40 +95,38 @@ class Finding:
     """One reason a text was judged hostile.
 
     ``category`` is one of :data:`CATEGORIES`; ``rule`` names the pattern that matched (stable, for
-    logs and tests); ``excerpt`` is a short printable snippet around the match (at most 80 characters,
-    invisible characters spelled ``U+XXXX``) that can be shown to the model or the user safely.
+    logs and tests; :data:`CLASSIFIER_RULE` for the classifier); ``excerpt`` is a short printable snippet
+    around the match (at most 80 characters, invisible characters spelled ``U+XXXX``) for logs and the
+    operator: refusals shown to a model name the category and rule only. ``layer`` is one of
+    :data:`LAYERS`; ``via`` names the disguise the match was found under (``"base64"``, ``"leetspeak"``,
+    ``"base64+url"``...; empty for the text as written); ``score`` is the classifier's probability.
     """
 
     category: str
     rule: str
     excerpt: str
+    layer: str = "pattern"
+    via: str = ""
+    score: float | None = None
 
 
 # --- invisible characters -----------------------------------------------------------------------
 
-_ZERO_WIDTH = "\u200b-\u200f\u2060-\u2064\ufeff"
-_BIDI_CONTROLS = "\u202a-\u202e\u2066-\u2069"
-_TAG_CHARACTERS = "\U000e0000-\U000e007f"
-_INVISIBLE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("zero_width", re.compile(f"[{_ZERO_WIDTH}]")),
-    ("bidi_control", re.compile(f"[{_BIDI_CONTROLS}]")),
-    ("tag_character", re.compile(f"[{_TAG_CHARACTERS}]")),
+# Soft hyphens are not reported (ordinary text pasted from the web carries them), but folding removes
+# them before matching because they split words just as well as a zero-width space.
+_INVISIBLE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (rule, re.compile(f"[{characters}]")) for rule, characters in INVISIBLE_CLASSES.items()
 )
-# Soft hyphens are not reported (ordinary text pasted from the web carries them), but they are
-# removed before matching because they split words just as well as a zero-width space.
-_STRIPPED_BEFORE_MATCHING = re.compile(f"[\u00ad{_ZERO_WIDTH}{_BIDI_CONTROLS}{_TAG_CHARACTERS}]")
 
 
 # --- patterns ------------------------------------------------------------------------------------
 #
-# Matching runs on NFKC-normalised text with invisible characters removed and is case-insensitive.
+# Matching runs on folded, lower-cased text (see :func:`mnemo.safety.normalize.fold`); the patterns are
+# written in any case and lower-cased when compiled.
 # Quantifiers are bounded so a hostile input cannot make a pattern backtrack for long.
-
-_FLAGS = re.IGNORECASE | re.MULTILINE
 
 # Words that point at the model's own instructions rather than at, say, lint warnings.
 _ANCHOR = r"(?:previous|prior|above|earlier|preceding|former|original|initial|old|system|developer|your|all)"
-_FILLER = r"(?:all|any|every|each|of|the|your|my|these|those|and|or|other|following)"
 _INSTRUCTIONS = (
     r"(?:instructions?|prompts?|rules|directives?|guidelines|guidance|guardrails|commands|orders"
     r"|programming|context|restrictions|policies|messages)"
@@ -152,17 +179,25 @@ _RULES: tuple[tuple[str, str, tuple[tuple[str, ...], ...], str], ...] = (
     # --- prompt injection
     (
         PROMPT_INJECTION,
-        "ignore_instructions",
-        (("ignore", "disregard", "forget", "override", "bypass", "abandon", "discard"),),
-        rf"\b(?:ignore|disregard|forget|override|bypass|abandon|discard)\s+(?:{_FILLER}\s+){{0,3}}"
-        rf"{_ANCHOR}\s+(?:{_FILLER}\s+|{_ANCHOR}\s+){{0,3}}{_INSTRUCTIONS}\b",
-    ),
-    (
-        PROMPT_INJECTION,
         "ignore_everything_above",
         (("ignore", "disregard", "forget"),),
         r"\b(?:ignore|disregard|forget)\s+(?:(?:everything|anything|all)\s+(?:above|before|prior|previously"
-        r"|you\s+(?:were|have\s+been)\s+told|you\s+know)|(?:the|all\s+the)\s+(?:above|foregoing))\b",
+        r"|you\s+(?:were|have\s+been)\s+told|you\s+know)|(?:the|all\s+the)\s+(?:above|foregoing))\b"
+        r"|\b(?:ignore|disregard|forget)\s+(?:everything|anything|whatever|what)\s+(?:\w+\s+){0,3}?you\s+"
+        r"(?:were|have\s+been|are|got)\s+(?:told|given|instructed|programmed|taught)\b",
+    ),
+    (
+        PROMPT_INJECTION,
+        "ignore_instructions",
+        (
+            ("ignore", "disregard", "forget", "override", "bypass", "abandon", "discard", "aside", "away", "stop"),
+            ("instruction", "prompt", "rule", "directive", "guideline", "guidance", "guardrail", "command", "order",
+             "programming", "context", "restriction", "polic", "message"),
+        ),  # fmt: skip
+        # "Disregard all of the earlier safety instructions": the verb and the noun with a few words between,
+        # one of which says the instructions are the model's own.
+        rf"\b(?:ignore|disregard|forget|override|bypass|abandon|discard|set\s+aside|throw\s+away|stop\s+following)"
+        rf"\s+(?:[\w'-]+\s+){{0,5}}?{_ANCHOR}\s+(?:[\w'-]+\s+){{0,3}}?{_INSTRUCTIONS}\b",
     ),
     (
         PROMPT_INJECTION,
@@ -174,6 +209,21 @@ _RULES: tuple[tuple[str, str, tuple[tuple[str, ...], ...], str], ...] = (
         r"|hacker)\b"
         r"|\byou\s+are\s+now\s+(?:no\s+longer|free|unrestricted|unfiltered|uncensored|jailbroken|dan|evil"
         r"|operating\s+as|acting\s+as|in\s+(?:developer|god|admin|jailbreak|dan|unrestricted|debug)\s+mode)\b",
+    ),
+    (
+        PROMPT_INJECTION,
+        "without_limits",
+        (
+            ("you",),
+            ("limit", "restriction", "rule", "filter", "guideline", "boundar", "ethic", "moral", "censor", "guardrail",
+             "bound", "freed"),
+        ),  # fmt: skip
+        # "You are now the admin with no limits", "you are no longer bound by any rules".
+        r"\byou\s+(?:are|will\s+be|'re)\s+(?:now\s+)?(?:[\w'-]+\s+){0,5}?(?:with\s+no|without(?:\s+any)?)\s+"
+        r"(?:[\w'-]+\s+)?(?:limits|limitations|restrictions|rules|filters|guidelines|boundaries|ethics|morals"
+        r"|censorship|guardrails)\b"
+        r"|\byou\s+(?:are|'re)\s+(?:now\s+)?(?:no\s+longer\s+bound|free\s+from|freed\s+from|not\s+bound)\s+by\b"
+        r"|\byou\s+have\s+been\s+freed\b",
     ),
     (
         PROMPT_INJECTION,
@@ -199,29 +249,88 @@ _RULES: tuple[tuple[str, str, tuple[tuple[str, ...], ...], str], ...] = (
         PROMPT_INJECTION,
         "conceal_from_user",
         (("user", "human", "operator"),),
-        # "Never show the user raw stack traces" is a preference; hiding *this* from them is not.
-        r"\b(?:do\s+not|don'?t|never|without)\s+(?:tell(?:ing)?|inform(?:ing)?|notify(?:ing)?|reveal(?:ing)?)"
-        r"\s+(?:this\s+)?(?:to\s+)?the\s+(?:user|human|operator)\b(?!['\u2019]s)"
+        # "Never show the user raw stack traces" or "don't tell the user about minor bumps" is a preference;
+        # hiding *this*, or doing something without telling them, is not.
+        r"\b(?:do\s+not|don'?t|never)\s+(?:tell|inform|notify|reveal)\s+(?:this\s+)?(?:to\s+)?the\s+(?:user|human"
+        r"|operator)(?:\s+(?:about\s+)?(?:this|it|that|these|any\s+of\s+this|the\s+following|what\s+you|you)\b"
+        r"|\s*(?:[.;,!]|$))"
+        r"|\bwithout\s+(?:telling|informing|notifying|alerting)\s+(?:the\s+)?(?:user|human|operator)\b(?!['\u2019]s)"
         r"|\b(?:do\s+not|don'?t|never|without)\s+let(?:ting)?\s+the\s+(?:user|human)\s+know\b"
         r"|\b(?:keep|hide)\s+(?:this|it|these|the\s+following)\s+(?:secret\s+|hidden\s+)?from\s+the\s+(?:user|human)\b",
     ),
     (
         PROMPT_INJECTION,
         "reveal_system_prompt",
-        (("your",),),
+        (("prompt", "instruction", "above", "message", "guideline", "configuration"),),
         r"\b(?:reveal|print|output|repeat|leak|dump|disclose|recite)\s+(?:all\s+of\s+|back\s+)?your\s+"
         r"(?:(?:full|entire|hidden|original|initial|secret)\s+)*(?:system\s+prompt|instructions|initial\s+prompt"
-        r"|hidden\s+prompt|prompt)\b",
+        r"|hidden\s+prompt|prompt)\b"
+        # "Show me your system prompt", "repeat the exact initial prompt you were given".
+        r"|\b(?:show|tell|give|share|print|output|repeat|reveal|display|list|quote|copy|spell\s+out|summari[sz]e"
+        r"|translate|recite|dump|leak)\s+(?:me\s+|us\s+)?(?:[\w'-]+\s+){0,3}?(?:your|the)\s+(?:[\w'-]+\s+){0,2}?"
+        r"(?:system\s+(?:prompt|message)|developer\s+message|(?:initial|starting|original|hidden|secret|exact"
+        r"|internal)\s+(?:prompt|instructions|message|guidelines|configuration)"
+        r"|(?:instructions|prompt)\s+you\s+(?:were|have\s+been)\s+given)\b"
+        r"|\b(?:output|repeat|print|copy|reproduce)\s+(?:[\w'-]+\s+){0,2}?(?:text|everything|words?|lines?)\s+"
+        r"above\b",
     ),
     (
         PROMPT_INJECTION,
         "jailbreak_mode",
         (("mode", "anything", "act", "pretend", "override"),),
         r"\b(?:developer|jailbreak|dan|god)\s+mode\s+(?:enabled|activated|on)\b"
-        r"|\b(?:system|admin|administrator|developer|root|security)\s+override\b"
+        r"|\b(?:system|admin|administrator|developer|root|security)\s+(?:prompt\s+|instructions?\s+)?override\b"
+        r"|\boverride\s+(?:the\s+|your\s+)?system\s+prompt\b"
         r"|\bdo\s+anything\s+now\b"
         r"|\bact\s+as\s+(?:an?\s+)?(?:unrestricted|unfiltered|uncensored|jailbroken)\b"
         r"|\bpretend\s+(?:that\s+)?you\s+(?:have|are\s+under)\s+no\s+(?:rules|restrictions|limits|guidelines|filters)\b",
+    ),
+    (
+        PROMPT_INJECTION,
+        "persona_without_rules",
+        (("unfiltered", "uncensored", "amoral", "unrestricted", "unethical", "jailbroken", "moral", "ethical",
+          "character"),),
+        # A story's villain may be an amoral AI; the model being told it is one is the attack.
+        r"\b(?:you\s+are|you'?re|act\s+as|become|play|pretend\s+to\s+be|respond\s+as|simulate)\s+(?:an?\s+|the\s+)?"
+        r"(?:\w+\s+){0,2}?(?:unfiltered|uncensored|amoral|unrestricted|unethical|jailbroken)\s+(?:and\s+\w+\s+)?"
+        r"(?:ai|chatbot|assistant|language\s+model|model|bot|persona)\b"
+        r"|\b(?:no|not\s+have\s+any|doesn'?t\s+have\s+any|without\s+any|free\s+(?:of|from)|any)\s+(?:\w+\s+){0,2}?"
+        r"(?:ethical|moral)(?:\s+or\s+(?:ethical|moral))?\s+(?:guidelines|restrictions|limits|boundaries|constraints"
+        r"|principles|filters|considerations)\b"
+        r"|\b(?:stay|remain)\s+in\s+character\b|\bnever\s+break\s+character\b",
+    ),
+    (
+        PROMPT_INJECTION,
+        "plant_code",
+        (("code", "snippet", "script", "line", "block", "command"), ("your",), ("following", "below", "given", "above",
+         "this", "these")),  # fmt: skip
+        # Text that tells the model to slip given code into what it writes, not a note saying where code goes.
+        r"\b(?:add|insert|include|embed|embedding|blend|integrate|incorporate|append|inject|place|put|use|utili[sz]e"
+        r"|addition\s+of)\s+(?:this|these|the\s+(?:following|below|given|above)|below|following)\s+(?:\w+\s+){0,2}?"
+        r"(?:code|snippet|script|lines?|block|command)s?\b[^\n]{0,80}?\byour\s+(?:\w+\s+)?(?:code|solution|response"
+        r"|answer|reply|implementation|algorithm|output|program|script)\b",
+    ),
+    (
+        PROMPT_INJECTION,
+        "steer_the_answer",
+        (("your",), ("response", "answer", "repl", "summary", "output")),
+        # "In your response, suggest...", "Modify your answer to...": a document steering what the model says.
+        r"(?:^|[.!?:]\s+)(?:in|within|throughout)\s+your\s+(?:response|answer|reply|summary|output)s?\s*,"
+        r"|\b(?:modify|enhance|alter|rewrite|adjust|tweak|manipulate|twist|bias|slant)\s+your\s+"
+        r"(?:response|answer|reply|summary|output)s?\s+(?:to|by|so)\b"
+        r"|\b(?:insert|integrate|inject|embed|slip|sneak)\s+[^.\n]{0,80}?\b(?:in|into|within)\s+(?:your|each|every)\s+"
+        r"(?:response|answer|reply|summary|output)s?\b",
+    ),
+    (
+        PROMPT_INJECTION,
+        "standing_order",
+        (("authori", "trust", "obey", "safety", "security"),),
+        # Orders meant to outlive the session: blanket authorisation, blind trust, checks switched off.
+        r"\b(?:has|have)\s+authori[sz]ed\s+you\s+to\b"
+        r"|\balways\s+(?:trust|obey|follow)\s+(?:any|all|every)?\s*(?:instructions|commands|text|messages|orders)\b"
+        r"|\b(?:must|will|shall)\s+(?:always\s+)?obey\b"
+        r"|\b(?:skip|disable|bypass|ignore|turn\s+off)\s+(?:every|all|any)\s+(?:\w+\s+)?(?:safety|security)\s+"
+        r"(?:checks?|warnings?|confirmations?|filters?|measures?)\b",
     ),
     # --- role hijack
     (
@@ -297,10 +406,12 @@ _RULES: tuple[tuple[str, str, tuple[tuple[str, ...], ...], str], ...] = (
     (
         EXFILTRATION,
         "secret_in_url",
-        (("http",), ("=",)),
+        (("http",), ("=", "$")),
         rf"https?://[^\s\"'<>]{{1,300}}[?&](?:token|access_token|api_?key|key|secret|password|passwd|pwd|auth"
         rf"|session|cookie|creds?)=(?:{_SECRET_VARIABLE}|{_SUBSTITUTION}|\$\{{?\w+"
-        r"|sk-[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|AKIA[A-Z0-9]{16}|xox[abprs]-[A-Za-z0-9-]{10,})",
+        r"|sk-[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|AKIA[A-Z0-9]{16}|xox[abprs]-[A-Za-z0-9-]{10,})"
+        # A secret variable pasted anywhere into a URL ships its value to that host.
+        rf"|https?://[^\s\"'<>]{{1,300}}?{_SECRET_VARIABLE}",
     ),
     (
         EXFILTRATION,
@@ -332,6 +443,32 @@ _RULES: tuple[tuple[str, str, tuple[tuple[str, ...], ...], str], ...] = (
         r"|\bsed\s+-i\b[^\n]{0,120}?sshd_config\b"
         r"|\bPermitRootLogin\s+yes\b[^\n]{0,80}(?:>>|tee)"
         r"|\bPermitRootLogin\s+yes\b[^\n]{0,80}sshd_config\b",
+    ),
+    # --- remote code
+    (
+        REMOTE_CODE,
+        "reverse_shell",
+        (("/dev/tcp/", "pty.spawn", "dup2", "-e /bin/", "mkfifo"),),
+        r"/dev/tcp/[\w.-]+/\d+|\bpty\.spawn\s*\(|\bdup2\s*\([^)]{0,60}\)[^\n]{0,200}\b(?:sh|bash)\b"
+        r"|\b(?:nc|ncat|netcat)\b[^\n]{0,60}\s-e\s+/bin/(?:ba)?sh\b|\bmkfifo\b[^\n]{0,120}\b(?:nc|ncat|netcat)\b",
+    ),
+    (
+        REMOTE_CODE,
+        "run_script_from_address",
+        (("curl", "wget", "iwr", "invoke-"), ("sh", "python", "iex", "bash")),
+        # Installers from a named project's site are how tools ship; a script from a bare IP address is not.
+        r"\b(?:curl|wget|iwr|Invoke-WebRequest)\b[^\n|]{0,200}https?://\d{1,3}(?:\.\d{1,3}){3}[^\n|]{0,200}\|\s*"
+        r"(?:sudo\s+)?(?:ba|z|da)?sh\b|\b(?:curl|wget)\b[^\n|]{0,200}https?://\d{1,3}(?:\.\d{1,3}){3}[^\n|]{0,200}"
+        r"\|\s*(?:sudo\s+)?python3?\b",
+    ),
+    (
+        REMOTE_CODE,
+        "destroy_files",
+        (("rm", "rmtree", "mkfs", "dd"),),
+        r"\brm\s+(?:-[a-z]*r[a-z]*f[a-z]*|-[a-z]*f[a-z]*r[a-z]*|--recursive\s+--force)\s+(?:--no-preserve-root\s+)?"
+        r"(?:/|~/?|\$HOME/?|/\*|~/\*)(?=[\s;&|`'\")]|$)"
+        r"|\bshutil\.rmtree\(\s*[\"'](?:/|~|/home|/etc|/usr)[\"']"
+        r"|\bmkfs(?:\.\w+)?\s+/dev/[sh]d[a-z]\b|\bdd\s+if=/dev/(?:zero|random|urandom)\s+of=/dev/[sh]d[a-z]\b",
     ),
     # --- hidden HTML
     (
@@ -368,12 +505,20 @@ _RULES: tuple[tuple[str, str, tuple[tuple[str, ...], ...], str], ...] = (
     ),
 )
 
+def _lower_case(pattern: str) -> str:
+    """``pattern`` with its literals lower-cased, escapes (``\\S``, ``\\W``) untouched."""
+    pieces = re.findall(r"\\.|[^\\]+", pattern)
+    return "".join(piece if piece[0] == "\\" else piece.lower() for piece in pieces)
+
+
+# Patterns run case-sensitively on lower-cased text: the same matches as ``re.IGNORECASE``, in about
+# two thirds of the time.
 _COMPILED: tuple[_Rule, ...] = tuple(
-    _Rule(category, name, needs, re.compile(pattern, _FLAGS)) for category, name, needs, pattern in _RULES
+    _Rule(category, name, needs, re.compile(_lower_case(pattern), re.MULTILINE))
+    for category, name, needs, pattern in _RULES
 )
-# ``re.IGNORECASE`` lets these match ASCII "i" while ``str.lower`` does not turn them into it; folding
-# them first keeps the literal pre-check and the patterns in agreement.
-_DOTTED_AND_DOTLESS_I = str.maketrans({"\u0130": "I", "\u0131": "i"})
+# Every literal some rule needs, tested once per reading rather than once per rule.
+_NEEDED_WORDS: tuple[str, ...] = tuple(sorted({word for rule in _COMPILED for group in rule.needs for word in group}))
 
 
 # --- excerpts ------------------------------------------------------------------------------------
@@ -424,31 +569,109 @@ def _invisible_findings(text: str) -> list[Finding]:
         if match is not None:
             found.append((match.start(), rule))
     return [
-        Finding(INVISIBLE_UNICODE, rule, _excerpt(text, position, position + 1)) for position, rule in sorted(found)
+        Finding(INVISIBLE_UNICODE, rule, _excerpt(text, position, position + 1), "unicode")
+        for position, rule in sorted(found)
     ]
 
 
-def scan(text: str) -> tuple[Finding, ...]:
+def _pattern_findings(readings: list[View]) -> list[Finding]:
+    """At most one finding per rule: the first reading (the text as written comes first) it matches in."""
+    found: dict[str, Finding] = {}
+    for reading in readings:
+        lowered = reading.text.lower()
+        # Lower-casing keeps every index unless a character lower-cases to two; then show the lowered text.
+        shown = reading.text if len(lowered) == len(reading.text) else lowered
+        present = {word for word in _NEEDED_WORDS if word in lowered}
+        for rule in _COMPILED:
+            if rule.name in found or not all(not present.isdisjoint(group) for group in rule.needs):
+                continue
+            match = rule.pattern.search(lowered)
+            if match is not None:
+                excerpt = _excerpt(shown, match.start(), match.end())
+                found[rule.name] = Finding(rule.category, rule.name, excerpt, "pattern", reading.via)
+    return [found[rule.name] for rule in _COMPILED if rule.name in found]
+
+
+def _readings(head: str) -> list[View]:
+    """The folded text, then every extra reading of it."""
+    folded = fold(head)
+    return [View("", folded), *views(folded)]
+
+
+def _classifier_best(readings: list[View], model: Model) -> tuple[float, View]:
+    """The highest probability ``model`` gives any reading, and that reading.
+
+    rot13 is left to the patterns: the classifier was never trained on rotated text.
+    """
+    best = (0.0, readings[0])
+    for reading in readings:
+        if reading.via != "rot13":
+            probability = model.probability(reading.text)
+            if probability > best[0]:
+                best = (probability, reading)
+    return best
+
+
+def _classifier_finding(readings: list[View], threshold: float) -> Finding | None:
+    """A finding for the reading the classifier scores highest, if that score reaches ``threshold``."""
+    probability, reading = _classifier_best(readings, load_model())
+    if probability < threshold:
+        return None
+    excerpt = _excerpt(reading.text, 0, min(len(reading.text), _EXCERPT_CHARS))
+    return Finding(PROMPT_INJECTION, CLASSIFIER_RULE, excerpt, "classifier", reading.via, round(probability, 4))
+
+
+def check_threshold(threshold: object) -> float:
+    """``threshold`` as a float, :data:`DEFAULT_SCAN_THRESHOLD` for ``None``; :class:`InvalidArgument`
+    (``scan_threshold``) unless it is a number in (0, 1]."""
+    if threshold is None:
+        return DEFAULT_SCAN_THRESHOLD
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 < threshold <= 1.0:
+        raise InvalidArgument("scan_threshold", f"must be a number in (0, 1], got {threshold!r}")
+    return float(threshold)
+
+
+def _label(finding: Finding) -> str:
+    label = f"{finding.category}: {finding.rule}"
+    if finding.score is not None:
+        label += f" {finding.score:.2f}"
+    return label + (f" via {finding.via}" if finding.via else "")
+
+
+def refusal_reason(findings: Sequence[Finding]) -> str:
+    """One line telling a model why its text was refused, naming categories, rules and scores but never
+    repeating the text: ``blocked by the threat scan (prompt_injection: ignore_instructions via base64)``."""
+    return f"blocked by the threat scan ({'; '.join(_label(f) for f in findings) or 'unsafe content'})"
+
+
+def finding_labels(findings: Sequence[Finding]) -> list[dict[str, object]]:
+    """The findings as JSON-ready dicts without their excerpts (which would put the payload back in context)."""
+    return [
+        {"category": f.category, "rule": f.rule, "layer": f.layer, "via": f.via, "score": f.score} for f in findings
+    ]
+
+
+def scan(text: str, *, threshold: float | None = None) -> tuple[Finding, ...]:
     """Look for prompt-injection, role-hijack, exfiltration, SSH-backdoor, hidden-HTML and invisible-Unicode
     threats in ``text``; an empty tuple means it is clean.
 
-    At most one finding is reported per rule, pattern findings first (in :data:`CATEGORIES` order), then
-    invisible characters. Only the first :data:`SCAN_CHAR_LIMIT` characters are examined. Matching runs
-    on NFKC-normalised text with invisible characters removed, so full-width look-alikes and words split by
-    zero-width spaces are still recognised, while the invisible characters themselves are reported.
+    ``threshold`` is the classifier's flagging probability, in (0, 1]; ``None`` means
+    :data:`DEFAULT_SCAN_THRESHOLD`, and 1.0 turns the classifier off. At most one finding is reported per
+    rule: pattern findings first (in :data:`CATEGORIES` order), then the classifier's, then invisible
+    characters. Only the first :data:`SCAN_CHAR_LIMIT` characters are examined. Matching runs on the folded
+    text and on each extra reading of it (decoded payloads, leetspeak...), so look-alike letters, words split
+    by zero-width spaces and encoded instructions are still recognised, while the invisible characters
+    themselves are reported.
     """
     if not isinstance(text, str):
         raise TypeError(f"scan() expects str, got {type(text).__name__}")
+    threshold = check_threshold(threshold)
     head = text[:SCAN_CHAR_LIMIT]
-    normalised = _STRIPPED_BEFORE_MATCHING.sub("", unicodedata.normalize("NFKC", head))
-    normalised = normalised.translate(_DOTTED_AND_DOTLESS_I)
-    lowered = normalised.lower()
-    findings: list[Finding] = []
-    for rule in _COMPILED:
-        if not all(any(word in lowered for word in group) for group in rule.needs):
-            continue
-        match = rule.pattern.search(normalised)
-        if match is not None:
-            findings.append(Finding(rule.category, rule.name, _excerpt(normalised, match.start(), match.end())))
+    readings = _readings(head)
+    findings = _pattern_findings(readings)
+    if threshold < 1.0:
+        learned = _classifier_finding(readings, threshold)
+        if learned is not None:
+            findings.append(learned)
     findings.extend(_invisible_findings(head))
     return tuple(findings)

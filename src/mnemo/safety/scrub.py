@@ -8,7 +8,8 @@ turn out to be the start of a fence tag, so everything else reaches the user at 
 
 from __future__ import annotations
 
-from .fence import TagStatus, find_tag_start, match_fence_tag
+from .fence import CLOSING_TAG, STREAM_OPEN_END, STREAM_TAG
+from .fold import end_of_slot, fold, unfinished_reference
 
 __all__ = ["ContextScrubber", "scrub_memory_context"]
 
@@ -17,29 +18,38 @@ def _scrub(text: str, inside: bool, final: bool) -> tuple[str, str, bool]:
     """Scrub ``text``; returns (output, text held back as a possible tag prefix, inside a block).
 
     Outside a block, text is kept; inside, it is dropped. An opening tag enters a block (a second one
-    inside is just dropped), a closing tag leaves it (a stray one outside is dropped too).
+    inside is just dropped), a closing tag leaves it (a stray one outside is dropped too). Tags are
+    matched on the folded view, so look-alike spellings count; a character reference that the next
+    chunk could still complete is held back with whatever follows it, so the view of what is decided
+    never changes.
     """
+    if text.isascii() and "<" not in text and "&" not in text:
+        return ("" if inside else text), "", inside
+    decided = len(text)
+    if not final:
+        reference = unfinished_reference(text)
+        if reference >= 0:
+            decided = reference
+    folded = fold(text[:decided])
     output: list[str] = []
     kept_from = 0
-    search_from = 0
-    while (opening := find_tag_start(text, search_from)) != -1:
-        tag = match_fence_tag(text, opening)
-        if tag.status is TagStatus.MATCH:
-            if not inside:
-                output.append(text[kept_from:opening])
-            inside = not tag.closing
-            kept_from = search_from = tag.end
-        elif tag.status is TagStatus.PARTIAL and (tag.named or not final):
-            if not inside:
-                output.append(text[kept_from:opening])
-            # At the end of the stream a named but unfinished tag (``<memory-context cla``) is still
-            # part of the fence, so it goes; otherwise it is held until more text decides it.
-            return "".join(output), "" if final else text[opening:], inside
-        else:
-            search_from = opening + 1
+    for match in STREAM_TAG.finditer(folded):
+        if not inside:
+            output.append(text[kept_from : match.start()])
+        inside = CLOSING_TAG.match(folded, match.start()) is None
+        kept_from = end_of_slot(text, match.end() - 1)
+    held = decided
+    last_opener = folded.rfind("<", kept_from)
+    open_end = None if last_opener < 0 else STREAM_OPEN_END.fullmatch(folded, last_opener)
+    # The text ends inside what may still become a tag: held back for the next chunk, or, at the end of
+    # the stream, dropped if it is a named but unfinished tag (``<memory-context cla``) and kept if not.
+    if open_end is not None and not (final and open_end.lastgroup == "partial"):
+        if not inside:
+            output.append(text[kept_from:last_opener])
+        kept_from = held = decided if final else last_opener
     if not inside:
-        output.append(text[kept_from:])
-    return "".join(output), "", inside
+        output.append(text[kept_from:held])
+    return "".join(output), "" if final else text[held:], inside
 
 
 def scrub_memory_context(text: str) -> str:

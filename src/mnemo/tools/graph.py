@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..errors import InvalidArgument, MnemoError
+from ..errors import InvalidArgument, MnemoError, excerpt
 from ..graph.errors import BlockedContent
 from ..graph.recalled import DEFAULT_RECALL_LIMIT, MAX_RECALL_LIMIT, recall_memories
 from ..graph.store import MemoryGraph
 from ..graph.types import MemoryType, Relation
-from ._json import failure, parse_arguments, success
+from ..safety.scan import finding_labels
+from ._json import failure, parameters_of, parse_arguments, success
 
 _TYPES = [t.value for t in MemoryType]
 _RELATIONS = [r.value for r in Relation]
@@ -113,12 +114,8 @@ GRAPH_TOOL_SCHEMAS: tuple[dict[str, Any], ...] = (
 GRAPH_TOOL_NAMES: frozenset[str] = frozenset(s["function"]["name"] for s in GRAPH_TOOL_SCHEMAS)
 
 
-def _check_keys(args: Mapping[str, Any], schema: Mapping[str, Any]) -> None:
-    parameters = schema["function"]["parameters"]
-    unknown = sorted(set(args) - set(parameters["properties"]))
-    if unknown:
-        raise InvalidArgument(unknown[0], f"unknown argument (allowed: {', '.join(parameters['properties'])})")
-    for name in parameters["required"]:
+def _check_required(args: Mapping[str, Any], schema: Mapping[str, Any]) -> None:
+    for name in parameters_of(schema)["required"]:
         if args.get(name) is None:
             raise InvalidArgument(name, "is required")
 
@@ -131,7 +128,7 @@ def _optional_string(args: Mapping[str, Any], name: str) -> str | None:
 
 
 def _recall(graph: MemoryGraph, args: dict[str, Any]) -> str:
-    _check_keys(args, RECALL_TOOL_SCHEMA)
+    _check_required(args, RECALL_TOOL_SCHEMA)
     found = recall_memories(
         graph,
         args["query"],
@@ -146,7 +143,7 @@ def _recall(graph: MemoryGraph, args: dict[str, Any]) -> str:
 
 
 def _remember(graph: MemoryGraph, args: dict[str, Any]) -> str:
-    _check_keys(args, REMEMBER_TOOL_SCHEMA)
+    _check_required(args, REMEMBER_TOOL_SCHEMA)
     relations = args.get("relations") or []
     if not isinstance(relations, list):
         raise InvalidArgument("relations", f"must be a list, got {type(relations).__name__}")
@@ -154,9 +151,6 @@ def _remember(graph: MemoryGraph, args: dict[str, Any]) -> str:
     for index, item in enumerate(relations):
         if not isinstance(item, Mapping):
             raise InvalidArgument(f"relations[{index}]", "must be an object with target and relation")
-        unknown = sorted(set(item) - {"target", "relation", "weight"})
-        if unknown:
-            raise InvalidArgument(f"relations[{index}].{unknown[0]}", "unknown field")
         for name in ("target", "relation"):
             if item.get(name) is None:
                 raise InvalidArgument(f"relations[{index}].{name}", "is required")
@@ -173,17 +167,18 @@ def _remember(graph: MemoryGraph, args: dict[str, Any]) -> str:
 
 
 def _relate(graph: MemoryGraph, args: dict[str, Any]) -> str:
-    _check_keys(args, RELATE_TOOL_SCHEMA)
+    _check_required(args, RELATE_TOOL_SCHEMA)
     edge = graph.relate(args["source"], args["target"], args["relation"], args.get("weight", 1.0))
     return success(association=edge.as_dict(), message=f"Linked {edge.source_id} {edge.relation.value} {edge.target_id}.")
 
 
 def _forget(graph: MemoryGraph, args: dict[str, Any]) -> str:
-    _check_keys(args, FORGET_TOOL_SCHEMA)
+    _check_required(args, FORGET_TOOL_SCHEMA)
     memory = graph.forget(args["id"])
     return success(id=memory.id, message="Memory forgotten: kept in history, no longer recalled.")
 
 
+_SCHEMAS = {schema["function"]["name"]: schema for schema in GRAPH_TOOL_SCHEMAS}
 _HANDLERS: dict[str, Callable[[MemoryGraph, dict[str, Any]], str]] = {
     "recall": _recall,
     "remember": _remember,
@@ -199,17 +194,13 @@ def handle_graph_call(graph: MemoryGraph, name: str, arguments: Any) -> str:
     """Run the graph tool ``name`` against ``graph``; return the JSON result for the model."""
     handler = _HANDLERS.get(name)
     if handler is None:
-        return failure(f"unknown graph tool {name!r} (tools: {', '.join(_HANDLERS)})")
+        return failure(f"unknown graph tool {excerpt(name)} (tools: {', '.join(_HANDLERS)})")
     try:
-        return handler(graph, parse_arguments(arguments))
+        return handler(graph, parse_arguments(arguments, _SCHEMAS[name]))
     except InvalidArgument as exc:
         field = _FIELD_NAMES.get(exc.field, exc.field)
         return failure(f"invalid argument {field}: {exc.problem}", field=field)
     except BlockedContent as exc:
-        findings = [
-            {"category": f.category, "rule": f.rule, "excerpt": f.excerpt} if hasattr(f, "category") else str(f)
-            for f in exc.findings
-        ]
-        return failure(f"{exc}; nothing was saved", field=exc.field, findings=findings)
+        return failure(f"{exc}; nothing was saved", field=exc.field, findings=finding_labels(exc.findings))
     except MnemoError as exc:
         return failure(str(exc))

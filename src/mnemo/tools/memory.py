@@ -14,8 +14,8 @@ from typing import Any
 from ..curated.errors import MemoryOpError, NoMatchingEntry, OverBudget
 from ..curated.ops import Add, MemoryOp, MemoryOpOutcome, Remove, Replace
 from ..curated.store import TARGETS, MemoryStore, check_target
-from ..errors import InvalidArgument
-from ._json import failure, parse_arguments, success
+from ..errors import InvalidArgument, excerpt
+from ._json import failure, parse_arguments, refusal, success
 
 ACTIONS = ("add", "replace", "remove")
 MAX_BATCH_OPERATIONS = 20
@@ -87,7 +87,7 @@ def _operation(args: dict[str, Any], prefix: str = "") -> MemoryOp:
     if action is None:
         raise InvalidArgument(f"{prefix}action", f"is required: one of {', '.join(ACTIONS)}")
     if action not in ACTIONS:
-        raise InvalidArgument(f"{prefix}action", f"must be one of {', '.join(ACTIONS)}, got {action!r}")
+        raise InvalidArgument(f"{prefix}action", f"must be one of {', '.join(ACTIONS)}, got {excerpt(action)}")
     if action == "add":
         return Add(_text(args, "content", f"{prefix}content"))
     if action == "replace":
@@ -121,7 +121,7 @@ class MemoryCall:
 
 def parse_memory_call(arguments: Any) -> MemoryCall:
     """Validate raw tool arguments (dict or JSON string); raise :class:`InvalidArgument` naming the field."""
-    args = parse_arguments(arguments)
+    args = parse_arguments(arguments, MEMORY_TOOL_SCHEMA)
     if "target" not in args:
         raise InvalidArgument("target", "is required: 'memory' or 'user'")
     target = check_target(args["target"])
@@ -155,7 +155,7 @@ def memory_result(outcome: MemoryOpOutcome) -> str:
 def memory_refusal(store: MemoryStore, call: MemoryCall, exc: InvalidArgument | MemoryOpError) -> str:
     """The JSON the model sees for a refused edit, braking repeated failures within a turn."""
     if isinstance(exc, InvalidArgument):
-        return failure(f"invalid argument {exc.field}: {exc.problem}", field=exc.field)
+        return refusal(exc)
     if _counted(exc, call.batch):
         count = store.count_failure()
         if count >= RETRY_BRAKE_AT:
@@ -181,5 +181,5 @@ def handle_memory_call(store: MemoryStore, arguments: Any) -> str:
     try:
         call = parse_memory_call(arguments)
     except InvalidArgument as exc:
-        return failure(f"invalid argument {exc.field}: {exc.problem}", field=exc.field)
+        return refusal(exc)
     return execute_memory_call(store, call)

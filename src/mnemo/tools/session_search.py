@@ -10,15 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..archive.records import SessionHits
+from ..archive.records import ROLES, SessionHits
 from ..archive.store import SessionArchive, SessionNotFound
 from ..archive.summary import summarize_hits
-from ..errors import InvalidArgument, MnemoError
+from ..errors import InvalidArgument, MnemoError, excerpt
 from ..llm import LLM, LLMError
-from ._json import failure, parse_arguments, success
+from ._json import failure, parse_arguments, refusal, success
 
 ACTIONS = ("discover", "read", "scroll", "browse")
-ROLES = ("user", "assistant", "tool", "system")
 SORTS = ("relevance", "newest", "oldest")
 READ_HEAD = 12
 READ_TAIL = 12
@@ -81,11 +80,7 @@ def _text(args: dict[str, Any], name: str, *, choices: tuple[str, ...] | None = 
     if not value:
         return None
     if choices is not None and value not in choices:
-        raise InvalidArgument(name, f"must be one of {', '.join(choices)}, got {value!r}")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidArgument(name, "contains invalid Unicode") from None
+        raise InvalidArgument(name, f"must be one of {', '.join(choices)}, got {excerpt(value)}")
     return value
 
 
@@ -153,7 +148,7 @@ def _read(archive: SessionArchive, args: dict[str, Any]) -> str:
         raise InvalidArgument("session_id", "is required for action 'read'")
     info = archive.get_session(session_id)
     if info is None:
-        raise InvalidArgument("session_id", f"no session with id {session_id!r}")
+        raise InvalidArgument("session_id", f"no session with id {excerpt(session_id)}")
     head = archive.messages(session_id, limit=READ_HEAD + READ_TAIL + 1)
     fields: dict[str, Any] = {"session": info.to_dict()}
     if len(head) <= READ_HEAD + READ_TAIL:
@@ -209,7 +204,7 @@ def handle_session_search(
     model, ``discover`` adds a short ``summary`` of the hits beside the raw messages.
     """
     try:
-        args = parse_arguments(arguments)
+        args = parse_arguments(arguments, SESSION_SEARCH_TOOL_SCHEMA)
         action = _text(args, "action", choices=ACTIONS)
         if action is None:
             action = "discover" if _text(args, "query") else "browse"
@@ -221,8 +216,8 @@ def handle_session_search(
             return _scroll(archive, args)
         return _browse(archive, args, current_session_id)
     except InvalidArgument as exc:
-        return failure(str(exc), argument=exc.field)
+        return refusal(exc)
     except SessionNotFound as exc:
-        return failure(str(exc), argument="session_id")
+        return failure(str(exc), field="session_id")
     except MnemoError as exc:
         return failure(str(exc))

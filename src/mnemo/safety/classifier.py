@@ -1,0 +1,127 @@
+"""The learned layer of the threat scan: a linear model over hashed word and character n-grams.
+
+Patterns catch the phrasings someone thought of; the classifier catches the rest of what injections have in
+common (the second person aimed at the model, talk of rules, restrictions, personas, answers and prompts,
+commands to embed code). It has to run on every memory write, thousands a second, so it is a logistic
+regression over feature hashing: word unigrams and bigrams and character 4-grams of the folded,
+lower-cased text, hashed into :data:`FEATURE_BITS` bits with a sign bit; each distinct feature present counts
+once, scaled by one over the square root of the number of distinct features (a unit vector). Hashing is done
+with numpy on the code points, so a 2,200-character note costs well under a millisecond.
+
+The weights (``scan_weights.npz`` beside this module) are trained by ``scripts/train_scan.py`` and stored as
+16-bit integers with one scale, so the score is an exact integer sum followed by a few IEEE operations:
+the same text gets the same score on every machine. They are loaded once per process, on first use.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+import zlib
+from dataclasses import dataclass
+from importlib import resources
+
+import numpy as np
+
+from .normalize import fold
+
+__all__ = ["FEATURE_BITS", "WEIGHTS_FILE", "Model", "feature_indices", "injection_probability", "load_model"]
+
+FEATURE_BITS = 18
+"""Features are hashed into ``2**FEATURE_BITS`` slots."""
+
+WEIGHTS_FILE = "scan_weights.npz"
+"""Name of the package data file holding the trained weights."""
+
+_CHAR_NGRAM = 4
+_WORD = re.compile(r"[^\W\d_]+|\d+")
+_SPACES = re.compile(r"\s+")
+_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
+_ROLL = np.uint64(1_000_003)
+_SHIFT = np.uint64(64 - FEATURE_BITS)
+_SIGN_SHIFT = np.uint64(63)
+# Each kind of feature hashes with its own offset, so the word "the" and the trigram "the" differ.
+_SEEDS = {"word": np.uint64(11), "pair": np.uint64(23), "chars": np.uint64(41)}
+
+
+def feature_indices(text: str) -> tuple[np.ndarray, np.ndarray]:
+    """The hashed features of ``text``: distinct slot indices and their signs (+1/-1).
+
+    The text is folded (see :func:`mnemo.safety.normalize.fold`), lower-cased and its whitespace collapsed.
+    Every kind of feature is offset by its own seed before one shared mixing step, so the word "the" and the
+    trigram "the" land in different slots.
+    """
+    cleaned = _SPACES.sub(" ", fold(text).lower()).strip()
+    hashes: list[np.ndarray] = []
+    words = _WORD.findall(cleaned)
+    if words:
+        word_hashes = np.array([zlib.crc32(word.encode("utf-8", "surrogatepass")) for word in words], dtype=np.uint64)
+        hashes.append(word_hashes + _SEEDS["word"])
+        hashes.append(word_hashes[:-1] * _ROLL + word_hashes[1:] + _SEEDS["pair"])
+    points = np.frombuffer(f" {cleaned} ".encode("utf-32-le", "surrogatepass"), dtype=np.uint32).astype(np.uint64)
+    if len(points) >= _CHAR_NGRAM:
+        rolling = points[: len(points) - _CHAR_NGRAM + 1]
+        for offset in range(1, _CHAR_NGRAM):
+            rolling = rolling * _ROLL + points[offset : len(points) - _CHAR_NGRAM + 1 + offset]
+        hashes.append(rolling + _SEEDS["chars"])
+    if not hashes:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    mixed = np.concatenate(hashes) * _MULTIPLIER
+    # Presence, not counts: a word repeated a thousand times must not outweigh everything else. (Sorting
+    # and dropping repeats is several times faster than ``np.unique`` on these small arrays.)
+    keys = np.sort(((mixed >> _SHIFT) << np.uint64(1)) | (mixed >> _SIGN_SHIFT))
+    if len(keys) > 1:
+        keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))]
+    slots = (keys >> np.uint64(1)).astype(np.int64)
+    signs = (keys & np.uint64(1)).astype(np.int64) * 2 - 1
+    return slots, signs
+
+
+@dataclass(frozen=True)
+class Model:
+    """Trained weights: ``weights[slot] * scale`` is a feature's weight, ``bias`` the intercept."""
+
+    weights: np.ndarray
+    scale: float
+    bias: float
+
+    def logit(self, text: str) -> float:
+        """The model's log-odds that ``text`` is an injection."""
+        slots, signs = feature_indices(text)
+        if len(slots) == 0:
+            return self.bias
+        total = int(np.dot(self.weights[slots].astype(np.int64), signs))
+        return total * self.scale / math.sqrt(len(slots)) + self.bias
+
+    def probability(self, text: str) -> float:
+        """The model's probability, in [0, 1], that ``text`` is an injection."""
+        logit = self.logit(text)
+        if logit < -700.0:
+            return 0.0
+        return 1.0 / (1.0 + math.exp(-logit))
+
+
+_model: Model | None = None
+_model_lock = threading.Lock()
+
+
+def load_model() -> Model:
+    """The shipped model, read from the package data on first call and kept for the process."""
+    global _model
+    if _model is None:
+        with _model_lock:
+            if _model is None:
+                with resources.files(__package__).joinpath(WEIGHTS_FILE).open("rb") as handle:
+                    data = np.load(handle, allow_pickle=False)
+                    weights = np.ascontiguousarray(data["weights"], dtype=np.int16)
+                    if weights.shape != (1 << FEATURE_BITS,):
+                        expected = 1 << FEATURE_BITS
+                        raise RuntimeError(f"{WEIGHTS_FILE} holds {weights.shape} weights, expected {expected}")
+                    _model = Model(weights, float(data["scale"]), float(data["bias"]))
+    return _model
+
+
+def injection_probability(text: str) -> float:
+    """Probability, in [0, 1], that ``text`` tries to instruct the model that reads it (the shipped model)."""
+    return load_model().probability(text)
