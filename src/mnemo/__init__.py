@@ -1,96 +1,200 @@
 """mnemo: durable, safe, local long-term memory for LLM agents.
 
 The public API is re-exported here; everything else is internal.
+
+Names are resolved on first use (PEP 562): ``import mnemo`` loads no numpy, onnxruntime, pydantic, SQLite
+or model, so a process that only needs one tier, or only ``mnemo --version``, pays for nothing else. To
+export a name, add it to ``_EXPORTS`` (the module it lives in), to ``__all__`` and to the
+``TYPE_CHECKING`` imports; ``tests/test_package.py`` checks that the three agree.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
-
-from .agent import AgentMemory, SessionStateError
-from .archive import Hit, SessionHits, SessionInfo, StoredMessage
-from .config import Settings, load_settings, resolve_home
-from .curated import (
-    DEFAULT_MEMORY_CHAR_LIMIT,
-    DEFAULT_USER_CHAR_LIMIT,
-    ENTRY_DELIMITER,
-    Add,
-    AmbiguousMatch,
-    BlockedContent,
-    DelimiterInContent,
-    EmptyContent,
-    MemoryFileDrifted,
-    MemoryOpError,
-    MemoryOpOutcome,
-    MemoryReadFailed,
-    MemoryStore,
-    MemoryWriteFailed,
-    NoMatchingEntry,
-    OverBudget,
-    Remove,
-    Replace,
-)
-from .database import DATABASE_FILENAME, DatabaseTooNew, ForeignDatabase
-from .degraded import Degradation
-from .doctor import diagnose
-from .errors import ConfigError, InvalidArgument, MnemoError, StorageUnavailable, TierUnavailable
-from .graph import Association, Memory, MemoryNotFound, MemoryType, Relation
-from .graph.recalled import RecalledMemory
-from .llm import (
-    LLM,
-    ChatResponse,
-    LLMError,
-    LLMNotConfigured,
-    ScriptedLLM,
-    ScriptedToolCall,
-    ToolCall,
-)
-from .loop import Conversation, ToolEvent, Turn
-from .providers import (
-    BaseProvider,
-    ConfigField,
-    LifecycleHooks,
-    MemoryProvider,
-    ProviderCapabilities,
-    ProviderError,
-    ProviderRegistry,
-)
-from .safety import (
-    MEMORY_CONTEXT_TAG,
-    ContextScrubber,
-    Finding,
-    build_memory_context_block,
-    inject_memory_context,
-    sanitize_context,
-    scan,
-    scrub_memory_context,
-)
-from .scope import Scope
-from .tools.memory import MEMORY_TOOL_SCHEMA, handle_memory_call
 
 __version__ = "0.1.0"
 
+# Where each public name lives, relative to this package.
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    ".agent": (
+        "AgentMemory", "SessionStateError",
+    ),
+    ".archive": (
+        "Hit", "SessionHits", "SessionInfo", "StoredMessage",
+    ),
+    ".config": (
+        "Settings", "load_settings", "resolve_home",
+    ),
+    ".curated": (
+        "DEFAULT_MEMORY_CHAR_LIMIT", "DEFAULT_USER_CHAR_LIMIT", "ENTRY_DELIMITER", "Add", "AmbiguousMatch",
+        "BlockedContent", "DelimiterInContent", "EmptyContent", "MemoryFileDrifted", "MemoryOpError",
+        "MemoryOpOutcome", "MemoryReadFailed", "MemoryStore", "MemoryWriteFailed", "NoMatchingEntry",
+        "OverBudget", "Remove", "Replace",
+    ),
+    ".database": (
+        "DATABASE_FILENAME", "DatabaseTooNew", "ForeignDatabase",
+    ),
+    ".degraded": (
+        "Degradation",
+    ),
+    ".doctor": (
+        "diagnose",
+    ),
+    ".errors": (
+        "ConfigError", "InvalidArgument", "MnemoError", "StorageUnavailable", "TierUnavailable",
+    ),
+    ".graph": (
+        "Association", "Memory", "MemoryNotFound", "MemoryType", "Relation",
+    ),
+    ".graph.recalled": (
+        "RecalledMemory",
+    ),
+    ".llm": (
+        "LLM", "ChatResponse", "LLMError", "LLMNotConfigured", "ScriptedLLM", "ScriptedToolCall", "ToolCall",
+        "OpenAICompatibleLLM",
+    ),
+    ".loop": (
+        "Conversation", "ToolEvent", "Turn",
+    ),
+    ".providers": (
+        "BaseProvider", "ConfigField", "LifecycleHooks", "MemoryProvider", "ProviderCapabilities", "ProviderError",
+        "ProviderRegistry",
+    ),
+    ".safety": (
+        "MEMORY_CONTEXT_TAG", "ContextScrubber", "Finding", "build_memory_context_block",
+        "inject_memory_context", "sanitize_context", "scan", "scrub_memory_context",
+    ),
+    ".scope": (
+        "Scope",
+    ),
+    ".tools.memory": (
+        "MEMORY_TOOL_SCHEMA", "handle_memory_call",
+    ),
+}  # fmt: skip
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+
 if TYPE_CHECKING:
-    from .llm import OpenAICompatibleLLM
+    from .agent import (
+        AgentMemory,
+        SessionStateError,
+    )
+    from .archive import (
+        Hit,
+        SessionHits,
+        SessionInfo,
+        StoredMessage,
+    )
+    from .config import (
+        Settings,
+        load_settings,
+        resolve_home,
+    )
+    from .curated import (
+        DEFAULT_MEMORY_CHAR_LIMIT,
+        DEFAULT_USER_CHAR_LIMIT,
+        ENTRY_DELIMITER,
+        Add,
+        AmbiguousMatch,
+        BlockedContent,
+        DelimiterInContent,
+        EmptyContent,
+        MemoryFileDrifted,
+        MemoryOpError,
+        MemoryOpOutcome,
+        MemoryReadFailed,
+        MemoryStore,
+        MemoryWriteFailed,
+        NoMatchingEntry,
+        OverBudget,
+        Remove,
+        Replace,
+    )
+    from .database import (
+        DATABASE_FILENAME,
+        DatabaseTooNew,
+        ForeignDatabase,
+    )
+    from .degraded import (
+        Degradation,
+    )
+    from .doctor import (
+        diagnose,
+    )
+    from .errors import (
+        ConfigError,
+        InvalidArgument,
+        MnemoError,
+        StorageUnavailable,
+        TierUnavailable,
+    )
+    from .graph import (
+        Association,
+        Memory,
+        MemoryNotFound,
+        MemoryType,
+        Relation,
+    )
+    from .graph.recalled import (
+        RecalledMemory,
+    )
+    from .llm import (
+        LLM,
+        ChatResponse,
+        LLMError,
+        LLMNotConfigured,
+        OpenAICompatibleLLM,
+        ScriptedLLM,
+        ScriptedToolCall,
+        ToolCall,
+    )
+    from .loop import (
+        Conversation,
+        ToolEvent,
+        Turn,
+    )
+    from .providers import (
+        BaseProvider,
+        ConfigField,
+        LifecycleHooks,
+        MemoryProvider,
+        ProviderCapabilities,
+        ProviderError,
+        ProviderRegistry,
+    )
+    from .safety import (
+        MEMORY_CONTEXT_TAG,
+        ContextScrubber,
+        Finding,
+        build_memory_context_block,
+        inject_memory_context,
+        sanitize_context,
+        scan,
+        scrub_memory_context,
+    )
+    from .scope import (
+        Scope,
+    )
+    from .tools.memory import (
+        MEMORY_TOOL_SCHEMA,
+        handle_memory_call,
+    )
 
 
 def __getattr__(name: str) -> Any:
-    # Resolved on first use: the openai package takes most of a second to import.
-    if name == "OpenAICompatibleLLM":
-        from .llm import OpenAICompatibleLLM
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
 
-        return OpenAICompatibleLLM
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
 
 
 __all__ = [
-    "DATABASE_FILENAME",
-    "DEFAULT_MEMORY_CHAR_LIMIT",
-    "DEFAULT_USER_CHAR_LIMIT",
-    "ENTRY_DELIMITER",
-    "LLM",
-    "MEMORY_CONTEXT_TAG",
-    "MEMORY_TOOL_SCHEMA",
     "Add",
     "AgentMemory",
     "AmbiguousMatch",
@@ -100,19 +204,26 @@ __all__ = [
     "ChatResponse",
     "ConfigError",
     "ConfigField",
-    "Degradation",
     "ContextScrubber",
     "Conversation",
+    "DATABASE_FILENAME",
+    "DEFAULT_MEMORY_CHAR_LIMIT",
+    "DEFAULT_USER_CHAR_LIMIT",
     "DatabaseTooNew",
+    "Degradation",
     "DelimiterInContent",
+    "ENTRY_DELIMITER",
     "EmptyContent",
     "Finding",
     "ForeignDatabase",
     "Hit",
     "InvalidArgument",
+    "LLM",
     "LLMError",
     "LLMNotConfigured",
     "LifecycleHooks",
+    "MEMORY_CONTEXT_TAG",
+    "MEMORY_TOOL_SCHEMA",
     "Memory",
     "MemoryFileDrifted",
     "MemoryNotFound",
@@ -140,8 +251,8 @@ __all__ = [
     "SessionHits",
     "SessionInfo",
     "SessionStateError",
-    "StorageUnavailable",
     "Settings",
+    "StorageUnavailable",
     "StoredMessage",
     "TierUnavailable",
     "ToolCall",

@@ -26,6 +26,7 @@ create journal files beside it, and only while ``mnemo.db`` does not exist yet.
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import quote
@@ -141,11 +142,27 @@ def check_owned(
     return versions
 
 
+_LEGACY_READS = 5
+
+
 def _is_mnemo_legacy(path: Path) -> bool:
-    try:
-        return bool(check_owned(path, immutable=True))
-    except _db.DatabaseError:
-        return False
+    # A database in use (its write-ahead log holds pages) is read through SQLite's locks: an immutable
+    # handle would read a checkpoint in progress as a torn file, or miss tables still in the log, and
+    # mnemo would then start a second database beside the first, splitting a user's memory in two. A quiet
+    # one is read through an immutable handle, which creates nothing beside another program's file. A
+    # read that still fails is an error, never a verdict.
+    wal = path.with_name(path.name + "-wal")
+    live = wal.is_file() and wal.stat().st_size > 0
+    for attempt in range(_LEGACY_READS):
+        try:
+            return bool(check_owned(path, immutable=not live))
+        except (ForeignDatabase, DatabaseTooNew):
+            return False
+        except _db.DatabaseError:
+            if attempt + 1 == _LEGACY_READS:
+                raise
+        time.sleep(0.02 * 2**attempt)
+    return False
 
 
 def database_path(home: str | Path) -> Path:

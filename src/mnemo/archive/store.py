@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import _db
 from ..database import connect_owned
+from ..embeddings.vector_file import directory_for
 from ..errors import InvalidArgument, MnemoError, excerpt
 from ..scope import Scope
 from . import schema
@@ -103,7 +104,7 @@ class SessionArchive:
         self.path = Path(path)
         self.scope = scope if scope is not None else Scope()
         self._lock = threading.RLock()
-        self._vectors = MessageVectors(embedder) if embedder is not None else None
+        self._vectors = MessageVectors(embedder, directory_for(self.path)) if embedder is not None else None
         self._conn: sqlite3.Connection | None = connect_owned(self.path)
         try:
             _db.migrate(self._conn, schema.COMPONENT, schema.MIGRATIONS)
@@ -301,18 +302,25 @@ class SessionArchive:
         Sessions split from it are re-attached to its parent so their lineage stays connected.
         Returns the number of messages removed.
         """
-        with self._lock, _db.write_transaction(self._db) as conn:
-            row = conn.execute(
-                f"SELECT parent_session_id FROM sessions WHERE id = ? AND {_SCOPED}", (session_id, *self.scope.as_params())
-            ).fetchone()
-            if row is None:
-                raise SessionNotFound(session_id)
-            ids = [r[0] for r in conn.execute("SELECT id FROM messages WHERE session_id = ?", (session_id,))]
-            removed = conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,)).rowcount
-            conn.execute("UPDATE sessions SET parent_session_id = ? WHERE parent_session_id = ?", (row[0], session_id))
-            conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
-        if self._vectors is not None:
-            self._vectors.forget(ids)
+        with self._lock:
+            with _db.write_transaction(self._db) as conn:
+                row = conn.execute(
+                    f"SELECT parent_session_id FROM sessions WHERE id = ? AND {_SCOPED}",
+                    (session_id, *self.scope.as_params()),
+                ).fetchone()
+                if row is None:
+                    raise SessionNotFound(session_id)
+                ids = [r[0] for r in conn.execute("SELECT id FROM messages WHERE session_id = ?", (session_id,))]
+                vectors = conn.execute(
+                    "SELECT v.seq, v.model, v.dim FROM message_vectors v JOIN messages m ON m.id = v.message_id"
+                    " WHERE m.session_id = ?",
+                    (session_id,),
+                ).fetchall()
+                removed = conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,)).rowcount
+                conn.execute("UPDATE sessions SET parent_session_id = ? WHERE parent_session_id = ?", (row[0], session_id))
+                conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+            if self._vectors is not None:
+                self._vectors.forget(self._db, ids, vectors)
         return removed
 
     # -- messages ----------------------------------------------------------------------------------

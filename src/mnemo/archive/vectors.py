@@ -1,21 +1,27 @@
-"""The archive's vector channel: message embeddings stored in ``message_vectors``, searched in memory.
+"""The archive's vector channel: message embeddings stored in ``message_vectors``, searched from a file.
 
 Used only when a :class:`~mnemo.archive.SessionArchive` is given an embedder. Messages are embedded lazily
 and in bounded batches (at search time, or all at once by :meth:`MessageVectors.embed_pending`), so appending
 stays as fast as without vectors; a message not embedded yet is still found by full text. SQLite is the truth;
-the in-memory index catches up on vectors written by any process by reading rows with a higher ``seq``.
+the vectors of the model are searched from a memory-mapped vector file beside the database (see
+:mod:`mnemo.embeddings.synced`), caught up on vectors written by any process by reading rows with a higher
+``seq``, so a new process does not read them all from SQLite before its first search.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import threading
+from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .. import _db
-from ..embeddings.index import BruteForceIndex
+from ..embeddings.synced import SyncedVectors, owners_of, table_top
+from ..embeddings.vector_file import file_name
 
 if TYPE_CHECKING:
     from ..embeddings.protocol import Embedder
@@ -30,13 +36,38 @@ _PENDING = (
 )
 
 
-class MessageVectors:
-    """Embeddings of archived messages for one model; the caller holds the connection's lock."""
+@dataclass(frozen=True, slots=True)
+class MessageVectorSource:
+    """The ``message_vectors`` rows of one model (a :class:`~mnemo.embeddings.synced.VectorSource`)."""
 
-    def __init__(self, embedder: Embedder) -> None:
+    model: str
+    dim: int
+
+    @property
+    def key(self) -> str:
+        return "\x1f".join(("archive", self.model, str(self.dim)))
+
+    def rows_after(self, conn: sqlite3.Connection, seq: int) -> list[tuple[int, Hashable, bytes]]:
+        return conn.execute(
+            "SELECT seq, message_id, vector FROM message_vectors WHERE seq > ? AND model = ? AND dim = ? ORDER BY seq",
+            (seq, self.model, self.dim),
+        ).fetchall()
+
+    def top(self, conn: sqlite3.Connection) -> int:
+        return table_top(conn, "message_vectors")
+
+    def owners(self, conn: sqlite3.Connection, seqs: Sequence[int]) -> dict[int, Hashable]:
+        return owners_of(conn, "message_vectors", "message_id", seqs)
+
+
+class MessageVectors:
+    """Embeddings of archived messages for one model, in a vector file under ``directory`` (in memory when
+    it is None); the caller holds the connection's lock."""
+
+    def __init__(self, embedder: Embedder, directory: Path | None = None) -> None:
         self.embedder = embedder
-        self._index = BruteForceIndex(embedder.dim)
-        self._seen = 0  # highest message_vectors.seq loaded into the index
+        self.directory = directory
+        self._synced = self._partition(embedder.name, embedder.dim)
         self._embedded_upto = 0  # every message with an id at or below this has a vector of this model
         self._lock = threading.Lock()
 
@@ -44,6 +75,10 @@ class MessageVectors:
         """How many messages have no vector of this model yet."""
         with self._lock:
             return conn.execute(f"SELECT COUNT(*) {_PENDING}", (0, self.embedder.name, self.embedder.dim)).fetchone()[0]
+
+    def _partition(self, model: str, dim: int) -> SyncedVectors:
+        source = MessageVectorSource(model, dim)
+        return SyncedVectors(source, None if self.directory is None else self.directory / file_name(source.key))
 
     def embed_pending(self, conn: sqlite3.Connection, limit: int | None = None) -> int:
         """Embed messages that have no vector of this model yet, oldest first; returns how many."""
@@ -64,12 +99,18 @@ class MessageVectors:
                         f"embedder {embedder.name!r} returned shape {vectors.shape}, expected {(len(rows), embedder.dim)}"
                     )
                 with _db.write_transaction(conn):
+                    replaced = [
+                        row for r in rows
+                        for row in conn.execute("SELECT seq, model, dim FROM message_vectors WHERE message_id = ?", (r[0],))
+                    ]  # fmt: skip
                     # A message deleted meanwhile must not get an orphan vector.
                     conn.executemany(
                         "INSERT OR REPLACE INTO message_vectors (message_id, model, dim, vector)"
                         " SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM messages WHERE id = ?)",
                         [(r[0], embedder.name, embedder.dim, v.tobytes(), r[0]) for r, v in zip(rows, vectors)],
                     )
+                # Another model's vectors are gone from the database: erase them from its file too.
+                self._erase(conn, replaced)
                 self._embedded_upto = rows[-1][0]
                 done += len(rows)
                 if len(rows) < want:
@@ -82,29 +123,22 @@ class MessageVectors:
         if not query.strip() or k <= 0:
             return []
         self.embed_pending(conn, EMBED_PER_SEARCH)
-        self._catch_up(conn)
+        self._synced.refresh(conn)
         probe = np.asarray(self.embedder.embed([query]), dtype=np.float32).reshape(1, self.embedder.dim)
-        return [(int(i), s) for i, s in self._index.search(probe, k)]
+        return [(int(i), s) for i, s in self._synced.search(conn, probe, k)]  # type: ignore[call-overload]
 
-    def _catch_up(self, conn: sqlite3.Connection) -> None:
-        with self._lock:
-            rows = conn.execute(
-                "SELECT seq, message_id, vector FROM message_vectors WHERE seq > ? AND model = ? AND dim = ?"
-                " ORDER BY seq",
-                (self._seen, self.embedder.name, self.embedder.dim),
-            ).fetchall()
-            if not rows:
-                return
-            latest = {r[1]: r[2] for r in rows}
-            matrix = np.frombuffer(b"".join(latest.values()), dtype=np.float32).reshape(len(latest), self.embedder.dim)
-            self._index.add(list(latest), matrix)
-            self._seen = rows[-1][0]
+    def forget(self, conn: sqlite3.Connection, message_ids: list[int], vectors: Iterable[tuple[int, str, int]]) -> None:
+        """Erase the vectors (``(seq, model, dim)``) of deleted messages, after the delete committed; their
+        ids may be reused by new messages, which must then be embedded afresh."""
+        if message_ids:
+            with self._lock:
+                self._embedded_upto = min(self._embedded_upto, min(message_ids) - 1)
+        self._erase(conn, vectors)
 
-    def forget(self, message_ids: list[int]) -> None:
-        """Drop deleted messages from the in-memory index; their ids may be reused by new messages, which
-        must then be embedded afresh."""
-        if not message_ids:
-            return
-        with self._lock:
-            self._index.remove(message_ids)
-            self._embedded_upto = min(self._embedded_upto, min(message_ids) - 1)
+    def _erase(self, conn: sqlite3.Connection, vectors: Iterable[tuple[int, str, int]]) -> None:
+        by_model: dict[tuple[str, int], list[int]] = {}
+        for seq, model, dim in vectors:
+            by_model.setdefault((model, dim), []).append(seq)
+        for (model, dim), seqs in by_model.items():
+            same = (model, dim) == (self.embedder.name, self.embedder.dim)
+            (self._synced if same else self._partition(model, dim)).erase(conn, seqs)

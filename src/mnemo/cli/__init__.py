@@ -29,13 +29,13 @@ import importlib
 import json
 import logging
 import os
-import sqlite3
 import sys
 import traceback
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, NoReturn
 
+from .. import __version__
 from ..errors import InvalidArgument, MnemoError
 from ._output import EXIT_CLOSED_PIPE, EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_USAGE, CliError
 
@@ -75,13 +75,15 @@ def _common_options() -> argparse.ArgumentParser:
     return common
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full argument parser, with every subcommand group registered."""
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser, with every subcommand group registered (or just ``only``, so one command
+    does not import every other's dependencies)."""
     common = _common_options()
     parser = _Parser(prog="mnemo", description="Durable, safe long-term memory for LLM agents.", parents=[common])
     parser.add_argument("-v", "--verbose", action="store_true", help="log what mnemo does to stderr")
+    parser.add_argument("--version", action="version", version=f"mnemo {__version__}", help="print the version and exit")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in _COMMANDS:
+    for name in _COMMANDS if only not in _COMMANDS else (only,):
         importlib.import_module(f"{__name__}.{name}").register(subparsers, common)
     return parser
 
@@ -124,7 +126,8 @@ def _describe(exc: BaseException, verbose: bool) -> tuple[str, int, dict[str, An
             target = f"{exc.filename} -> {exc.filename2}" if exc.filename2 is not None else str(exc.filename)
             return f"{target}: {exc.strerror}", EXIT_FAILURE, {"path": str(exc.filename)}
         return str(exc) or type(exc).__name__, EXIT_FAILURE, {}
-    if isinstance(exc, sqlite3.Error):
+    sqlite = sys.modules.get("sqlite3")  # not imported (say, by --version): the error cannot be one of its
+    if sqlite is not None and isinstance(exc, sqlite.Error):
         return f"database error: {exc}", EXIT_FAILURE, {}
     if verbose:
         traceback.print_exception(exc, file=sys.stderr)
@@ -202,9 +205,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     words = _options(argv)
     as_json, verbose = "--json" in words, bool(words & {"-v", "--verbose"})
+    version, command = _leading(argv)
+    if version:
+        # Answered before any subcommand module (and so numpy, SQLite, the model) is imported.
+        print(f"mnemo {__version__}")
+        return 0
     try:
         try:
-            args = build_parser().parse_args(argv)
+            args = build_parser(command).parse_args(argv)
             args.home = getattr(args, "home", None)
             args.json = getattr(args, "json", False)
             for option in ("user", "agent", "channel"):
@@ -222,6 +230,25 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _report(*_describe(exc, verbose), as_json)
     except BrokenPipeError:
         return _closed_pipe()
+
+
+_VALUED_OPTIONS = frozenset({"--home", "--user", "--agent", "--channel"})
+
+
+def _leading(argv: Sequence[str]) -> tuple[bool, str | None]:
+    """Whether ``--version`` comes before the subcommand (where the full parser would also take it), and
+    the subcommand's name."""
+    words = iter(argv)
+    for word in words:
+        if word == "--version":
+            return True, None
+        if word in _VALUED_OPTIONS:
+            next(words, None)  # its value, whatever it looks like
+        elif word == "--":
+            return False, None
+        elif not word.startswith("-"):
+            return False, word
+    return False, None
 
 
 __all__ = ["build_parser", "main"]

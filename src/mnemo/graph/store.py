@@ -14,12 +14,14 @@ explicit way to really delete.
 from __future__ import annotations
 
 import copy
+import os
 import sqlite3
 import threading
 import time
 import unicodedata
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +32,9 @@ import numpy as np
 from .. import _db
 from .._time import to_timestamp
 from ..database import connect_owned
-from ..embeddings.queries import PrefetchedEmbedder, QueryVectors
+from ..embeddings.queries import PrefetchedEmbedder, QueryVectors, background
+from ..embeddings.synced import snapshot
+from ..embeddings.vector_file import directory_for
 from ..errors import InvalidArgument, check_text, excerpt
 from ..retrieval.names import name_key
 from ..safety.scan import scan
@@ -57,6 +61,9 @@ MAX_CONTENT_CHARS = 4_000
 # or embed_pending(). Unembedded memories are still found by full text, so this only delays, never loses.
 EMBED_PER_RECALL = 256
 EMBED_BATCH = 64
+# The newest memories (by seq) a recall checks for missing vectors while it does not yet know how far all
+# are embedded.
+SCAN_PER_RECALL = 2_000
 # Vector hits searched ahead per recall; recall's own pool is smaller (a bigger request searches again).
 PREFETCH_HITS = 200
 MAX_SUBJECT_CHARS = 200
@@ -91,6 +98,24 @@ class RestoreCounts:
     associations: int
 
 
+def _first_pending(path: Path, scope: Scope, model: str, dim: int) -> int:
+    """How far every memory of ``scope`` has a vector of ``model``: the seq below the first one without,
+    or the highest seq when none lacks one (read on a connection of its own, off the recall's path)."""
+    conn = _db.connect(path)
+    try:
+        with snapshot(conn):
+            row = conn.execute(
+                "SELECT m.seq FROM graph_memories m LEFT JOIN graph_vectors v ON v.memory_id = m.id"
+                " WHERE +m.user_id = ? AND +m.agent_id = ? AND +m.channel_id = ?"
+                " AND (v.memory_id IS NULL OR v.model != ? OR v.dim != ?) ORDER BY m.seq LIMIT 1",
+                (*scope_params(scope), model, dim),
+            ).fetchone()
+            top = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM graph_memories").fetchone()[0]
+        return top if row is None else row[0] - 1
+    finally:
+        conn.close()
+
+
 def _new_id() -> str:
     return uuid.uuid4().hex[:16]
 
@@ -104,8 +129,9 @@ class MemoryGraph:
     """Typed memories with importance, timestamps, typed associations and hybrid recall.
 
     ``database`` is a path to mnemo's database (opened and owned here, after
-    :func:`~mnemo.database.check_owned` found it to be mnemo's) or an open connection (borrowed:
-    :meth:`close` leaves it open). Every read and write is confined to ``scope``. With
+    :func:`~mnemo.database.check_owned` found it to be mnemo's, with the vector files derived from it
+    beside it: see :mod:`mnemo.graph.vectors`) or an open connection (borrowed: :meth:`close` leaves it
+    open, and its vectors are read into memory). Every read and write is confined to ``scope``. With
     ``embedder=None`` recall uses full text and the graph only, and is still complete. Each recall first
     embeds at most ``embed_per_recall`` pending memories.
     """
@@ -122,12 +148,17 @@ class MemoryGraph:
         scan_threshold: float | None = None,
     ) -> None:
         scan("", threshold=scan_threshold)  # a bad threshold is refused before the database is opened
+        vector_dir = None
+        self._path: Path | None = None
         if isinstance(database, sqlite3.Connection):
             self._conn = database
             self._owns_connection = False
         else:
             self._conn = connect_owned(database)
             self._owns_connection = True
+            # Only beside a database this graph opened itself: never next to one it merely borrows.
+            vector_dir = directory_for(database)
+            self._path = None if vector_dir is None else Path(database)
         self.scope = scope if scope is not None else Scope()
         self.embedder = embedder
         self.max_content_chars = max_content_chars
@@ -135,9 +166,10 @@ class MemoryGraph:
         self.embed_per_recall = embed_per_recall
         self._clock = clock
         self._lock = threading.RLock()
-        self._vectors = VectorCache()
+        self._vectors = VectorCache(vector_dir)
         self._query_vectors = QueryVectors()
         self._embedded_upto: dict[tuple[Scope, str, int], int] = {}
+        self._backlog: dict[tuple[Scope, str, int], tuple[int, Future[int]]] = {}  # by the process that asked
         self._closed = False
         ensure_schema(self._conn)
 
@@ -595,12 +627,16 @@ class MemoryGraph:
                 with _db.write_transaction(self._conn) as conn:
                     for memory_id in ids:
                         self._require(conn, memory_id, "ids")
+                    vectors = [
+                        row for memory_id in set(ids)
+                        for row in conn.execute("SELECT seq, model, dim FROM graph_vectors WHERE memory_id = ?", (memory_id,))
+                    ]  # fmt: skip
                     conn.executemany("DELETE FROM graph_memories WHERE id = ?", [(i,) for i in ids])
                     # The index keeps deleted tokens in old segments until a merge; force it.
                     conn.execute("INSERT INTO graph_memories_fts (graph_memories_fts) VALUES ('optimize')")
             finally:
                 self._conn.execute("PRAGMA secure_delete = OFF")
-            self._vectors.forget(ids)
+            self._vectors.forget(self._conn, self.scope, vectors)
         return len(set(ids))
 
     def touch(self, memory_ids: Sequence[str]) -> None:
@@ -676,21 +712,46 @@ class MemoryGraph:
 
     # ----------------------------------------------------------------- embeddings
 
-    def embed_pending(self, limit: int | None = None, *, batch_size: int = EMBED_BATCH) -> int:
+    def embed_pending(self, limit: int | None = None, *, batch_size: int = EMBED_BATCH, scan: int | None = None) -> int:
         """Embed memories of this scope that have no vector from the current model (new ones, or all of
         them after a model change), in batches; returns how many were embedded.
 
-        A cursor per scope and model remembers how far everything is embedded, so the check a recall
-        makes costs only the memories written since (``seq`` only grows).
+        A cursor per scope and model remembers how far everything is embedded, so the check costs only
+        the memories written since (``seq`` only grows). A new process does not know the cursor, and
+        finding it walks every memory (0.5 s at 100k); with ``scan`` (as a recall asks) it checks only the
+        newest ``scan`` seqs now, where pending memories usually are, while a worker thread finds the
+        cursor on a connection of its own.
         """
         embedder = self.embedder
         if embedder is None:
             return 0
         key = (self.scope, embedder.name, embedder.dim)
+        if scan is not None and key not in self._embedded_upto and self._path is not None:
+            pid, finding = self._backlog.get(key, (None, None))
+            if finding is None or pid != os.getpid():  # a forked child never sees its parent's worker finish
+                finding = background().submit(_first_pending, self._path, *key)
+                self._backlog[key] = (os.getpid(), finding)
+            if not finding.done() or finding.exception() is not None:
+                with self._lock:
+                    top = self._conn.execute("SELECT COALESCE(MAX(seq), 0) FROM graph_memories").fetchone()[0]
+                done = self._embed_range(max(0, top - scan), limit, batch_size, move_cursor=False)
+                if finding.done():  # it failed: walk here, as without a worker
+                    del self._backlog[key]
+                    self._embedded_upto[key] = 0
+                return done
+            self._embedded_upto.setdefault(key, finding.result())
+        return self._embed_range(self._embedded_upto.get(key, 0), limit, batch_size)
+
+    def _embed_range(self, low: int, limit: int | None, batch_size: int, *, move_cursor: bool = True) -> int:
+        """Embed the pending memories above seq ``low``; returns how many. Moves the cursor (when asked)
+        as far as everything is embedded."""
+        embedder = self.embedder
+        assert embedder is not None
+        key = (self.scope, embedder.name, embedder.dim)
         done = 0
+        cursor = low
         while limit is None or done < limit:
             want = batch_size if limit is None else min(batch_size, limit - done)
-            cursor = self._embedded_upto.get(key, 0)
             with self._lock:
                 # One read snapshot, so "nothing pending up to MAX(seq)" is true of the same state.
                 self._conn.execute("BEGIN")
@@ -713,15 +774,26 @@ class MemoryGraph:
                         f"embedder {embedder.name!r} returned shape {vectors.shape}, expected {(len(rows), embedder.dim)}"
                     )
                 with self._write() as conn:
+                    replaced = [
+                        row for r in rows for row in conn.execute(
+                            "SELECT seq, model, dim FROM graph_vectors WHERE memory_id = ?", (r[1],)
+                        )
+                    ]  # fmt: skip
                     # A memory purged meanwhile must not get an orphan vector.
                     conn.executemany(
                         "INSERT OR REPLACE INTO graph_vectors (memory_id, model, dim, vector)"
                         " SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM graph_memories WHERE id = ?)",
                         [(r[1], embedder.name, embedder.dim, v.tobytes(), r[1]) for r, v in zip(rows, vectors)],
                     )
+                if replaced:
+                    # Another model's vectors are gone from the database: erase them from its file too.
+                    with self._lock:
+                        self._vectors.forget(self._conn, self.scope, replaced)
                 done += len(rows)
             finished = len(rows) < want
-            self._embedded_upto[key] = top if finished else rows[-1][0]
+            cursor = top if finished else rows[-1][0]
+            if move_cursor:
+                self._embedded_upto[key] = cursor
             if finished:
                 break
         return done
@@ -763,7 +835,7 @@ class MemoryGraph:
                 # pending work and the SQL run here (a 2-core machine does both at once).
                 probe = self._query_vectors.start(embedder, query)
                 embedder = PrefetchedEmbedder(embedder, query, probe)
-            self.embed_pending(self.embed_per_recall)
+            self.embed_pending(self.embed_per_recall, scan=SCAN_PER_RECALL)
         with self._lock:
             if probe is not None:
                 self._vectors.prefetch(self._conn, self.scope, embedder, probe, max(limit * 5, PREFETCH_HITS))
