@@ -1,11 +1,17 @@
-"""What AgentMemory.prepare_messages adds to a turn, with 0, 1 and 4 fast providers.
+"""What AgentMemory.prepare_messages adds to a turn, with 0, 1 and 4 fast providers, and with one slow
+provider (400 ms per lookup) with and without prefetch.
 
-The providers answer at once with a short fixed text, so everything measured is mnemo's own work:
+The fast providers answer at once with a short fixed text, so everything measured is mnemo's own work:
 dispatching to the providers' threads under a deadline, collecting, sanitising and fencing their
 text, and copying the history. The baseline row is the floor any implementation pays in the same run:
 copying the history list and its message dicts.
 
-    python bench/turn_overhead.py [--calls 3000] [--history 50]
+The slow rows play a normal back-and-forth: prepare_messages, the model's answer, turn_complete, then
+``--gap`` seconds before the user's next message (reading and typing). Without prefetch every turn
+waits for the lookup; with it the lookup runs during the gap. Turns from the second on are measured
+against the same loop with no provider, in the same run.
+
+    python bench/turn_overhead.py [--calls 3000] [--history 50] [--turns 12] [--gap 0.6]
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import statistics
 import tempfile
 import time
 
+from _tables import print_table
 from mnemo import AgentMemory
 from mnemo.providers import BaseProvider
 
@@ -25,6 +32,64 @@ class FastProvider(BaseProvider):
 
     def enrich_turn(self, user_message, messages):
         return f"{self.name}: the user prefers short answers and deploys on Fridays."
+
+
+LOOKUP_SECONDS = 0.4
+
+
+class SlowProvider(BaseProvider):
+    """A backend needing 400 ms per lookup (a remote memory service, say)."""
+
+    name = "slow"
+
+    def enrich_turn(self, user_message, messages):
+        time.sleep(LOOKUP_SECONDS)
+        return f"slow: what the service knows about {user_message[:40]}"
+
+
+class PrefetchingSlowProvider(SlowProvider):
+    """The same backend, looking up the next turn's context in the background."""
+
+    def prefetch(self, query):
+        return self.enrich_turn(query, ())
+
+
+def _conversation(memory: AgentMemory | None, turns: int, gap: float, history: list[dict[str, str]]) -> list[float]:
+    """Milliseconds spent in prepare_messages on turns 2.. of a back-and-forth (0 without memory)."""
+    samples = []
+    for turn in range(turns):
+        message = f"question {turn} about the staging server"
+        start = time.perf_counter()
+        if memory is not None:
+            memory.prepare_messages(message, history)
+        else:
+            [dict(m) for m in history]
+        elapsed = (time.perf_counter() - start) * 1e3
+        if turn:
+            samples.append(elapsed)
+        if memory is not None:
+            memory.turn_complete(message, "an answer")
+        time.sleep(gap)
+    return samples
+
+
+def _slow_rows(turns: int, gap: float, history: list[dict[str, str]]) -> None:
+    rows = []
+    base = statistics.median(_conversation(None, turns, gap, history))
+    rows.append(("baseline: copy history", base, base, 0.0))
+    for label, provider in (("no prefetch", SlowProvider()), ("with prefetch", PrefetchingSlowProvider())):
+        with tempfile.TemporaryDirectory() as home:
+            with AgentMemory.open("bench", home, providers=[provider], archive_enabled=False, graph_enabled=False) as memory:
+                samples = sorted(_conversation(memory, turns, gap, history))
+        p50 = statistics.median(samples)
+        rows.append((f"slow provider, {label}", p50, samples[int(len(samples) * 0.95)], p50 - base))
+    print_table(
+        f"prepare_messages with a provider needing {LOOKUP_SECONDS * 1e3:.0f} ms per lookup, turns 2-{turns}, "
+        f"{gap:.1f} s between turn_complete and the next message (milliseconds)",
+        ("case", "p50 ms", "p95 ms", "p50 - base"),
+        rows,
+        cell=lambda v: f"{v:.2f}" if isinstance(v, float) else str(v),
+    )
 
 
 def _history(length: int) -> list[dict[str, str]]:
@@ -56,6 +121,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=3000)
     parser.add_argument("--history", type=int, default=50)
+    parser.add_argument("--turns", type=int, default=12, help="turns per slow-provider conversation")
+    parser.add_argument("--gap", type=float, default=0.6, help="seconds between turn_complete and the next message")
     args = parser.parse_args()
     history = _history(args.history)
 
@@ -71,6 +138,8 @@ def main() -> None:
             with AgentMemory.open("bench", home, providers=providers, archive_enabled=False, graph_enabled=False) as memory:
                 samples = _measure(lambda: memory.prepare_messages("When do we deploy?", history), args.calls)
         print(_row(f"{count} fast provider(s)", samples, base_p50))
+    print()
+    _slow_rows(args.turns, args.gap, history)
 
 
 if __name__ == "__main__":

@@ -2,10 +2,11 @@
 
 import multiprocessing
 import sqlite3
+from pathlib import Path
 
 import pytest
 
-from mnemo._db import DatabaseError, connect, migrate, write_transaction
+from mnemo._db import DatabaseError, connect, file_problem, migrate, write_transaction
 
 STEPS = [
     "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL);"
@@ -113,3 +114,18 @@ def test_a_write_transaction_inside_another_is_a_savepoint(tmp_path):
         raise ValueError("the outer transaction fails after its inner part succeeded")
     assert [r[0] for r in conn.execute("SELECT x FROM t ORDER BY x")] == [1, 3]
     conn.close()
+
+
+def test_the_header_check_never_opens_a_file_this_process_holds_a_connection_to(tmp_path, monkeypatch):
+    # Closing a plain descriptor of the file would drop this process's SQLite locks on it.
+    path = tmp_path / "state.db"
+    conn = connect(path)
+    conn.execute("CREATE TABLE t (x)")
+    opened: list[Path] = []
+    real_open = Path.open
+    monkeypatch.setattr(Path, "open", lambda self, *a, **k: opened.append(self) or real_open(self, *a, **k))
+    assert file_problem(path) is None
+    assert opened == []
+    conn.close()
+    assert file_problem(path) is None
+    assert opened == [path]

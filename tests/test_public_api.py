@@ -23,7 +23,11 @@ def test_the_package_declares_its_type_hints():
 
 @pytest.mark.parametrize(
     "method",
-    ["remember", "recall", "get_memory", "forget", "relate", "search_sessions", "curated_edit", "prepare_messages", "handle_tool_call"],
+    [
+        "remember", "recall", "get_memory", "forget", "relate", "search_sessions", "curated_edit", "prepare_messages",
+        "handle_tool_call", "turn_complete", "before_compress", "delegation_complete", "switch_session",
+        "end_session", "close",
+    ],
 )
 def test_every_typed_call_has_a_documented_async_twin(method):
     twin = getattr(mnemo.AgentMemory, f"a{method}")

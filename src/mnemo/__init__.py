@@ -61,7 +61,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "Conversation", "ToolEvent", "Turn",
     ),
     ".providers": (
-        "BaseProvider", "MemoryProvider", "ProviderCapabilities", "ProviderError", "ProviderRegistry",
+        "BaseProvider", "ConfigField", "LifecycleHooks", "MemoryProvider", "ProviderCapabilities", "ProviderError",
+        "ProviderRegistry",
     ),
     ".safety": (
         "MEMORY_CONTEXT_TAG", "ContextScrubber", "Finding", "build_memory_context_block",
@@ -162,6 +163,8 @@ if TYPE_CHECKING:
     )
     from .providers import (
         BaseProvider,
+        ConfigField,
+        LifecycleHooks,
         MemoryProvider,
         ProviderCapabilities,
         ProviderError,
@@ -210,6 +213,7 @@ __all__ = [
     "BlockedContent",
     "ChatResponse",
     "ConfigError",
+    "ConfigField",
     "ContextScrubber",
     "Conversation",
     "DATABASE_FILENAME",
@@ -227,6 +231,7 @@ __all__ = [
     "LLM",
     "LLMError",
     "LLMNotConfigured",
+    "LifecycleHooks",
     "MEMORY_CONTEXT_TAG",
     "MEMORY_TOOL_SCHEMA",
     "MaintenanceReport",

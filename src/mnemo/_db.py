@@ -15,10 +15,11 @@ import random
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from .errors import MnemoError
 
@@ -48,26 +49,46 @@ class FileProblem(NamedTuple):
     text: str
 
 
-# Descriptors opened to read database headers, kept open for the life of the process. Closing any
-# descriptor of a file drops every POSIX lock this process holds on it, SQLite's included (SQLite defers
-# such closes itself; a plain open/close here does not): a header read closed beside a live connection
-# once let two connections of one process write the same database unlocked, losing rows and corrupting
-# its index. One descriptor per file, reused, is the cost of never closing one.
-_header_fds: dict[tuple[int, int], int] = {}
-_header_lock = threading.Lock()
+class Connection(sqlite3.Connection):
+    """An SQLite connection that this process counts among the open ones of its file.
+
+    Closing any descriptor of a file drops every POSIX lock the process holds on it, SQLite's included
+    (SQLite's own layer defers such closes; a plain ``open()`` and ``close()`` does not). So the header
+    check of :func:`file_problem` reads a file only while no connection of this process has it open:
+    once, a header read beside a live connection let two connections of one process write the same
+    database unlocked, losing rows and corrupting its full-text index.
+    """
+
+    file_key: tuple[int, int] | None = None
+
+    def close(self) -> None:
+        _live.discard(self)
+        super().close()
 
 
-def _read_header(path: Path) -> tuple[bytes, int]:
-    """The first bytes of ``path`` and its size, through a descriptor this process never closes."""
-    with _header_lock:
+_live: weakref.WeakSet[Connection] = weakref.WeakSet()
+
+
+def open_connection(path: str | Path, target: str | None = None, **kwargs: Any) -> Connection:
+    """``sqlite3.connect(target or path, **kwargs)`` as a :class:`Connection` counted as holding the file at
+    ``path`` (every connection to a database file is opened here, so :func:`file_problem` knows)."""
+    conn = sqlite3.connect(target if target is not None else path, factory=Connection, **kwargs)
+    try:
         st = os.stat(path)
-        fd = _header_fds.get((st.st_dev, st.st_ino))
-        if fd is None:
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-            opened = os.fstat(fd)
-            # Kept even if the path was replaced between stat and open: closing it is what must not happen.
-            _header_fds.setdefault((opened.st_dev, opened.st_ino), fd)
-        return os.pread(fd, _HEADER_BYTES, 0), os.fstat(fd).st_size
+        conn.file_key = (st.st_dev, st.st_ino)
+    except OSError:
+        conn.file_key = None  # no file (yet): nothing a header read could unlock
+    _live.add(conn)
+    return conn
+
+
+def _open_here(path: Path) -> bool:
+    """Whether a connection of this process has the file at ``path`` open."""
+    try:
+        st = path.stat()
+    except OSError:
+        return False
+    return any(conn.file_key == (st.st_dev, st.st_ino) for conn in list(_live))
 
 
 def file_problem(path: str | Path) -> FileProblem | None:
@@ -83,7 +104,11 @@ def file_problem(path: str | Path) -> FileProblem | None:
             return None
         if not path.is_file():
             return FileProblem("not-a-file", "is not a regular file")
-        header, size = _read_header(path)
+        if _open_here(path):
+            return None  # SQLite has it open and locked in this process; a plain read would drop the locks
+        with path.open("rb") as handle:
+            header = handle.read(_HEADER_BYTES)
+            size = os.fstat(handle.fileno()).st_size
     except OSError as exc:
         return FileProblem("unreadable", f"cannot be read ({exc.strerror or exc})")
     if not header:
@@ -120,17 +145,15 @@ def connect(path: str | Path, *, readonly: bool = False) -> sqlite3.Connection:
     conn: sqlite3.Connection | None = None
     try:
         if readonly:
-            conn = sqlite3.connect(
-                f"file:{path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False
-            )
+            conn = open_connection(path, f"file:{path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False)
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            conn = open_connection(path, isolation_level=None, check_same_thread=False)
         conn.row_factory = sqlite3.Row
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         conn.execute("PRAGMA foreign_keys = ON")
         if not readonly:
-            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            mode = _journal_mode_wal(conn)
             if str(mode).lower() != "wal":
                 # Network and some container filesystems cannot share WAL's memory map; a rollback
                 # journal is slower under concurrency but still correct.
@@ -143,6 +166,19 @@ def connect(path: str | Path, *, readonly: bool = False) -> sqlite3.Connection:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
         raise DatabaseError(f"cannot open database {path}: {reason}") from exc
     return conn
+
+
+def _journal_mode_wal(conn: sqlite3.Connection) -> str:
+    # Two processes opening a database that does not exist yet race to switch it to WAL, and SQLite
+    # answers the loser "database is locked" without calling the busy handler: retry like a write.
+    for attempt in range(_RETRIES):
+        try:
+            return str(conn.execute("PRAGMA journal_mode = WAL").fetchone()[0])
+        except sqlite3.OperationalError as exc:
+            if not _is_busy(exc) or attempt == _RETRIES - 1:
+                raise
+            time.sleep(random.uniform(0.005, 0.05) * (2**attempt))
+    raise AssertionError("unreachable")
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:

@@ -9,6 +9,8 @@ event to one call (see the agent-loop contract in the architecture notes)::
         api_messages = memory.prepare_messages(user_message, history)
         result = memory.handle_tool_call(name, arguments)
         memory.turn_complete(user_message, reply)
+        memory.switch_session(new_id, parent=memory.session_key)   # e.g. after compression
+        memory.end_session(messages)               # a real session boundary (close() ends it too)
 
 The session archive and the memory graph are providers like any other; they are registered first
 unless disabled in the settings.
@@ -33,7 +35,16 @@ from .curated.store import check_target
 from .degraded import Degradation, unavailable_result
 from .embeddings import named_embedder
 from .errors import InvalidArgument, MnemoError, StorageUnavailable, excerpt
-from .providers import ArchiveProvider, GraphProvider, MemoryProvider, ProviderCapabilities, ProviderRegistry
+from .providers import (
+    ArchiveProvider,
+    GraphProvider,
+    MemoryProvider,
+    ProviderCapabilities,
+    ProviderError,
+    ProviderRegistry,
+)
+from .providers.configuration import session_configs
+from .providers.discovery import PluginProblem, load_enabled
 from .providers.registry import message_text
 from .safety import build_memory_context_block, inject_memory_context, scan
 from .tools._json import failure, refusal
@@ -53,6 +64,7 @@ _TOOL_NAME = MEMORY_TOOL_SCHEMA["function"]["name"]
 
 class SessionStateError(MnemoError, RuntimeError):
     """A call made in the wrong session state: before :meth:`AgentMemory.start_session`, after
+    :meth:`AgentMemory.end_session` (until :meth:`AgentMemory.switch_session`) or
     :meth:`AgentMemory.close`, or a second ``start_session`` on the same object."""
 
 
@@ -62,7 +74,9 @@ class AgentMemory(TypedMemoryAPI):
     ``home`` and ``**settings`` override ``MNEMO_HOME/config.toml`` and the environment (see
     :mod:`mnemo.config`); ``user_id``, ``agent_id`` and ``channel_id`` set whose memory this is (see
     :mod:`mnemo.scope`). ``providers`` are extra :class:`~mnemo.providers.MemoryProvider` objects,
-    registered after the built-in archive and graph. Calls from several threads are safe.
+    registered after the built-in archive and graph; then come the plug-ins enabled in ``config.toml``
+    (see :mod:`mnemo.providers.discovery`), and those that could not load are in
+    :attr:`plugin_problems`. Calls from several threads are safe.
 
     Besides the agent-loop calls, the typed API (``remember``, ``recall``, ``forget``, ``relate``,
     ``search_sessions``, ``curated_edit`` and their ``a``-prefixed async twins) is documented in
@@ -94,10 +108,13 @@ class AgentMemory(TypedMemoryAPI):
         self._builtin = self._builtin_providers()
         for provider in (*self._builtin, *providers):
             self.registry.register(provider)
+        self.plugin_problems: tuple[PluginProblem, ...] = tuple(self._register_plugins())
         self._lock = threading.RLock()
         self._session_key: str | None = None
         self._system_prompt: str | None = None
         self._closed = False
+        self._ended = False
+        self._turn_number = 0
         self._degraded: tuple[Degradation, ...] = ()
         self._unavailable: dict[str, tuple[Degradation, Mapping[str, Any]]] = {}
 
@@ -139,6 +156,18 @@ class AgentMemory(TypedMemoryAPI):
             )
         return builtin
 
+    def _register_plugins(self) -> list[PluginProblem]:
+        """Register the plug-ins enabled in ``config.toml``; return why each of the others could not be."""
+        plugins, problems = load_enabled(self.settings.providers, skip={name for name, _ in self.registry.registered})
+        for plugin in plugins:
+            try:
+                self.registry.register(plugin)
+            except (TypeError, ProviderError) as exc:
+                problem = PluginProblem(plugin.name, str(exc))
+                log.error("%s", problem)
+                problems.append(problem)
+        return problems
+
     # -- session ------------------------------------------------------------------------------
 
     @property
@@ -157,8 +186,10 @@ class AgentMemory(TypedMemoryAPI):
                 raise SessionStateError(f"session {self._session_key!r} already started; use a new AgentMemory")
             self.store.load()
             self._session_key = session_key
-            self.registry.initialize_all(session_key, self.settings.providers)
+            configs = session_configs(self.registry.registered, self.settings.providers, home=self.settings.home)
+            self.registry.initialize_all(session_key, configs)
             self._take_stock()
+            # After the providers started: the graph's bulletin is part of the frozen prompt.
             self._system_prompt = "\n\n".join(text for _, text in self.prompt_blocks())
 
     def _take_stock(self) -> None:
@@ -174,6 +205,7 @@ class AgentMemory(TypedMemoryAPI):
             if (problem := self.store.read_failure(target)) is not None
         ]
         others = [Degradation(name, reason) for name, reason in failures.items() if name not in builtin]
+        others += [Degradation(problem.name, problem.reason) for problem in self.plugin_problems]
         self._degraded = (*storage, *curated, *others)
         for degradation in storage:
             declared = ProviderCapabilities.from_declared(builtin[degradation.component].capabilities())
@@ -198,13 +230,68 @@ class AgentMemory(TypedMemoryAPI):
         ]
         return [(name, text) for name, text in blocks if text]
 
+    def _freeze(self) -> None:
+        """Load the curated store and freeze the system prompt from its snapshot and the bulletin."""
+        self.store.load()
+        self._system_prompt = "\n\n".join(text for _, text in self.prompt_blocks())
+
+    def switch_session(
+        self, new_session_id: str, *, parent: str | None = None, reset: bool = False, rewound: bool = False
+    ) -> None:
+        """Continue under ``new_session_id``: a resume, a branch, a reset, or the continuation a
+        compression starts (``parent=memory.session_key``).
+
+        Providers re-key their per-session state after delivering the old session's pending events
+        (the archive records ``parent`` as the new session's parent); a prefetch for the old session is
+        dropped. The system prompt is re-frozen from the curated files only when ``reset`` is true, so a
+        continuation keeps its prompt cache. ``rewound`` tells providers the history was rolled back.
+        Also starts the next session after :meth:`end_session`. Waits for providers up to
+        ``enrich_timeout``.
+        """
+        if not isinstance(new_session_id, str) or not new_session_id.strip():
+            raise InvalidArgument("new_session_id", "must be a non-empty string")
+        if parent is not None and (not isinstance(parent, str) or not parent.strip()):
+            raise InvalidArgument("parent", "must be a non-empty string or None")
+        for flag, value in (("reset", reset), ("rewound", rewound)):
+            if not isinstance(value, bool):
+                raise InvalidArgument(flag, f"must be a bool, got {type(value).__name__}")
+        with self._lock:
+            if self._session_key is None or self._closed:
+                self._require_session()
+            if new_session_id == self._session_key and not self._ended:
+                raise InvalidArgument("new_session_id", f"{new_session_id!r} is already the current session")
+            if reset:
+                self._freeze()
+            self.registry.on_session_switch(new_session_id, parent, reset, rewound)
+            self._session_key = new_session_id
+            self._ended = False
+            self._turn_number = 0
+
+    def end_session(self, messages: Sequence[Mapping[str, Any]] = ()) -> None:
+        """A real session boundary: providers get ``messages`` (the session's, if the host has them)
+        after their pending events, and the archive marks the session ended. Waits for providers up to
+        ``compress_timeout``. Afterwards only :meth:`switch_session` (to start the next session) and
+        :meth:`close` are accepted; ending an ended session does nothing."""
+        if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
+            raise InvalidArgument("messages", f"must be a list of messages, got {type(messages).__name__}")
+        with self._lock:
+            if self._ended and not self._closed:
+                return
+            self._require_session()
+            self._ended = True
+            self.registry.on_session_end(messages)
+
     def _frozen_entries(self) -> tuple[str, ...]:
         """Entries already in the frozen prompt, so providers need not repeat them per turn."""
         return self.store.frozen_entries("memory") + self.store.frozen_entries("user")
 
     def _require_session(self) -> None:
-        if self._session_key is None or self._closed:
-            raise SessionStateError("call start_session() first" if not self._closed else "this AgentMemory is closed")
+        if self._closed:
+            raise SessionStateError("this AgentMemory is closed")
+        if self._session_key is None:
+            raise SessionStateError("call start_session() first")
+        if self._ended:
+            raise SessionStateError(f"session {self._session_key!r} has ended; switch_session() to start another")
 
     def system_prompt(self) -> str:
         """The frozen curated blocks and the graph's bulletin; byte-identical for the whole session ("" when
@@ -233,6 +320,10 @@ class AgentMemory(TypedMemoryAPI):
         if not isinstance(user_message, str):
             raise InvalidArgument("user_message", f"must be a string, got {type(user_message).__name__}")
         self.store.new_turn()
+        with self._lock:
+            self._turn_number += 1
+            turn_number = self._turn_number
+        self.registry.on_turn_start(turn_number, user_message)
         api_messages = [dict(message) for message in history]
         last = api_messages[-1] if api_messages else None
         if last is None or last.get("role") != "user" or message_text(last.get("content")) != user_message:
@@ -309,7 +400,8 @@ class AgentMemory(TypedMemoryAPI):
     ) -> None:
         """Tell providers a turn succeeded (fire-and-forget); pass the un-enriched user message.
 
-        ``messages``, if given, is the whole turn as stored (user message, assistant tool calls, tool
+        Providers that prefetch then start looking up context for the next turn with ``user_message``,
+        in the background. ``messages``, if given, is the whole turn as stored (user message, assistant tool calls, tool
         results, final reply): the session archive then keeps all of it, not just the two texts.
         """
         self._require_session()
@@ -320,19 +412,48 @@ class AgentMemory(TypedMemoryAPI):
             except MnemoError as exc:
                 log.warning("archive: could not record the full turn (%s); keeping the reply only", exc)
         self.registry.on_turn_complete(user_message, assistant_response)
+        self.registry.prefetch(user_message)
 
-    def before_compress(self, messages: Sequence[Mapping[str, Any]], compression_count: int) -> None:
-        """Last look for providers at messages about to be discarded; blocks up to ``compress_timeout``."""
+    def before_compress(self, messages: Sequence[Mapping[str, Any]], compression_count: int) -> str:
+        """Last look for providers at messages about to be discarded; blocks up to ``compress_timeout``.
+
+        Returns what the providers extracted, sanitised and fenced as one memory-context block (``""``
+        when none returned text), for the host's summariser to keep.
+        """
         self._require_session()
-        self.registry.on_compress(messages, compression_count)
+        return build_memory_context_block(self.registry.on_compress(messages, compression_count))
+
+    def delegation_complete(self, task: str, result: str, child_session_id: str = "") -> None:
+        """A subagent finished ``task`` with ``result``: providers hear of it in the background (the
+        archive keeps the pair in this session, the graph remembers it). ``child_session_id`` is the
+        subagent's own session, if it has one."""
+        for field_name, value in (("task", task), ("result", result), ("child_session_id", child_session_id)):
+            if not isinstance(value, str):
+                raise InvalidArgument(field_name, f"must be a string, got {type(value).__name__}")
+        if not task.strip():
+            raise InvalidArgument("task", "must not be empty")
+        self._require_session()
+        self.registry.on_delegation(task, result, child_session_id)
 
     # -- lifecycle ----------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Flush and shut down every provider within ``shutdown_timeout``; idempotent."""
+        """End the session if one is open (see :meth:`end_session`), then flush and shut down every
+        provider within ``shutdown_timeout``; idempotent."""
         with self._lock:
+            open_session = self._session_key is not None and not self._ended and not self._closed
             self._closed = True
+            self._ended = True
+            if open_session:
+                self.registry.on_session_end(())
         self.registry.shutdown_all()
+
+    aswitch_session = async_twin(switch_session)
+    aend_session = async_twin(end_session)
+    abefore_compress = async_twin(before_compress)
+    adelegation_complete = async_twin(delegation_complete)
+    aturn_complete = async_twin(turn_complete)
+    aclose = async_twin(close)
 
     def __enter__(self) -> AgentMemory:
         return self

@@ -81,7 +81,7 @@ def _read_only(path: Path, *, immutable: bool) -> sqlite3.Connection:
     # immutable=1 takes no locks and never creates -wal/-shm files: right for a file that may be another
     # program's. mode=ro still honours a live WAL, which mnemo's own busy database needs for a true read.
     flag = "immutable=1" if immutable else "mode=ro"
-    return sqlite3.connect(f"file:{quote(str(path))}?{flag}", uri=True, isolation_level=None)
+    return _db.open_connection(path, f"file:{quote(str(path))}?{flag}", uri=True, isolation_level=None)
 
 
 def _inspect(path: Path, *, immutable: bool) -> tuple[list[str], dict[str, int]]:

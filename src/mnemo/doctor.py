@@ -137,7 +137,7 @@ class Checkup:
                 # immutable keeps SQLite from creating one: the doctor leaves no file behind.
                 immutable = "" if Path(f"{path}-wal").exists() else "&immutable=1"
                 try:
-                    self._connection = sqlite3.connect(f"file:{quote(str(path))}?mode=ro{immutable}", uri=True)
+                    self._connection = _db.open_connection(path, f"file:{quote(str(path))}?mode=ro{immutable}", uri=True)
                 except sqlite3.DatabaseError:
                     self._connection = None
         return self._connection

@@ -117,6 +117,13 @@ class Stuck(Recorder):
         super()._record(hook, *args)
 
 
+def timed(call: Any, *args: Any) -> tuple[Any, float]:
+    """``call(*args)`` and the seconds it took."""
+    started = time.monotonic()
+    result = call(*args)
+    return result, time.monotonic() - started
+
+
 def tool(name: str) -> dict[str, Any]:
     """An OpenAI function-format schema for a tool taking one string ``query``."""
     return {
@@ -132,3 +139,46 @@ def tool(name: str) -> dict[str, Any]:
 def tools(*names: str) -> dict[str, Any]:
     """Capabilities declaring ``names`` as tools."""
     return {"tool_names": set(names), "tool_schemas": [tool(n) for n in names]}
+
+
+class WithLifecycle:
+    """Mixed into a Recorder: every optional lifecycle hook, recorded like the required ones.
+
+    ``prefetch`` answers ``prefetched`` (or, if that is None, the provider's ``context``).
+    """
+
+    prefetched: Any = None
+
+    def on_session_end(self, messages: list[dict[str, str]]) -> None:
+        self._record("on_session_end", messages)  # type: ignore[attr-defined]
+
+    def on_session_switch(self, new_session_id: str, parent_session_id: str | None, reset: bool, rewound: bool) -> None:
+        self._record("on_session_switch", new_session_id, parent_session_id, reset, rewound)  # type: ignore[attr-defined]
+
+    def on_delegation(self, task: str, result: str, child_session_id: str) -> None:
+        self._record("on_delegation", task, result, child_session_id)  # type: ignore[attr-defined]
+
+    def on_turn_start(self, turn_number: int, message: str) -> None:
+        self._record("on_turn_start", turn_number, message)  # type: ignore[attr-defined]
+
+    def prefetch(self, query: str) -> Any:
+        self._record("prefetch", query)  # type: ignore[attr-defined]
+        return self.prefetched if self.prefetched is not None else self.context  # type: ignore[attr-defined]
+
+
+class Hooked(WithLifecycle, Recorder):
+    """A Recorder with every optional hook."""
+
+
+class SlowHooked(WithLifecycle, Sleeper):
+    """A Sleeper with every optional hook."""
+
+
+class StuckHooked(WithLifecycle, Stuck):
+    """A Stuck provider with every optional hook."""
+
+
+class RaisingHooked(Raising):
+    """Raises from every optional hook as well."""
+
+    on_session_end = on_session_switch = on_delegation = on_turn_start = prefetch = Raising._fail

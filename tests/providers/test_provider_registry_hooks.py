@@ -9,37 +9,9 @@ import json
 import threading
 import time
 
-import pytest
-
-from mnemo.providers import ProviderRegistry
-
-from ._fakes import Raising, Recorder, Sleeper, Stuck, tools
+from ._fakes import Raising, Recorder, Sleeper, Stuck, timed, tools
 
 MARGIN = 0.5
-
-
-@pytest.fixture
-def session():
-    """Build an initialized registry from providers; shut every one down after the test."""
-    made = []
-
-    def start(*providers, **deadlines):
-        registry = ProviderRegistry(**deadlines)
-        for provider in providers:
-            registry.register(provider)
-        registry.initialize_all("session", {})
-        made.append(registry)
-        return registry
-
-    yield start
-    for registry in made:
-        registry.shutdown_all()
-
-
-def timed(call, *args):
-    started = time.monotonic()
-    result = call(*args)
-    return result, time.monotonic() - started
 
 
 # -- enrich_turn -----------------------------------------------------------------------------------

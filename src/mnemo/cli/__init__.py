@@ -46,6 +46,7 @@ _COMMANDS = (
     "sessions",
     "graph",
     "prompt",
+    "providers",
     "chat",
     "scan",
     "doctor",

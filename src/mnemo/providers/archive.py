@@ -13,13 +13,14 @@ from typing import TYPE_CHECKING, Any
 from ..archive.records import SessionHits
 from ..archive.store import SessionArchive
 from ..database import refuse_old_config_key
-from ..errors import MnemoError, excerpt
+from ..errors import InvalidArgument, MnemoError, excerpt
 from ..llm import LLM
 from ..scope import Scope
 
 # The module, not its names: the tool imports the archive, so either may be imported first.
 from ..tools import session_search as _tool
 from ..tools._json import failure
+from .config_schema import ConfigField
 
 if TYPE_CHECKING:
     from ..embeddings.protocol import Embedder
@@ -68,6 +69,7 @@ class ArchiveProvider:
         # Turns already archived in full by record_messages, so on_turn_complete does not store their
         # user/assistant pair a second time.
         self._recorded_turns: set[tuple[str, str]] = set()
+        self._source = "cli"
 
     @property
     def name(self) -> str:
@@ -117,15 +119,23 @@ class ArchiveProvider:
                 scope = self._scope or Scope(**{k: config[k] for k in ("user_id", "agent_id", "channel_id") if k in config})
                 self._archive = SessionArchive(path, embedder=self._embedder, scope=scope)
                 self._owned = True
+            self._source = config.get("source") or "cli"
             self._archive.start_session(
                 session_key,
-                source=config.get("source") or "cli",
+                source=self._source,
                 title=config.get("title"),
                 model=config.get("model"),
                 parent_session_id=config.get("parent_session_id"),
                 exist_ok=True,
             )
             self._session_id = session_key
+
+    def config_schema(self) -> list[ConfigField]:
+        """What ``mnemo providers setup archive`` asks for."""
+        return [
+            ConfigField("summarize", "summarise session_search results with the configured model (llm_* settings)", default=False),
+            ConfigField("source", "the source recorded on this agent's sessions", default="cli"),
+        ]
 
     def capabilities(self) -> dict[str, Any]:
         """Declares the ``session_search`` tool; never suppresses the curated store's writes."""
@@ -191,6 +201,51 @@ class ArchiveProvider:
 
     def on_compress(self, messages: Sequence[Mapping[str, Any]], compression_count: int) -> None:
         """Nothing to do: every turn is already archived by :meth:`on_turn_complete`."""
+
+    def on_session_switch(
+        self, new_session_id: str, parent_session_id: str | None, reset: bool, rewound: bool
+    ) -> None:
+        """Record from now on under ``new_session_id`` (continued if it exists), whose parent is
+        ``parent_session_id``: the lineage ``session_search`` leaves out follows the switch. A parent
+        unknown to this scope's archive is logged and the session kept without one; an id this scope
+        cannot use stops the recording (the error is logged by the registry)."""
+        if self._archive is None or self._archive.closed:
+            return
+        with self._lock:
+            # Until the new session exists nothing is recorded: the old session must not receive the
+            # new one's turns (and an id taken by another scope is never written to).
+            self._session_id = None
+            self._recorded_turns.clear()
+            try:
+                self._archive.start_session(
+                    new_session_id, source=self._source, parent_session_id=parent_session_id, exist_ok=True
+                )
+            except InvalidArgument as exc:
+                if exc.field != "parent_session_id":
+                    raise
+                log.warning("archive: %s; session %r recorded without a parent", exc.problem, new_session_id)
+                self._archive.start_session(new_session_id, source=self._source, exist_ok=True)
+            self._session_id = new_session_id
+
+    def on_session_end(self, messages: Sequence[Mapping[str, Any]]) -> None:
+        """Mark the current session ended; its messages were archived turn by turn already."""
+        if self._archive is None or self._archive.closed or self._session_id is None:
+            return
+        self._archive.end_session(self._session_id)
+
+    def on_delegation(self, task: str, result: str, child_session_id: str) -> None:
+        """Keep the delegated task and the subagent's result in the current (parent) session, as the
+        assistant's hand-off and a ``delegation`` tool result naming the child session."""
+        if self._archive is None or self._archive.closed or self._session_id is None:
+            return
+        self._archive.append_many(
+            self._session_id,
+            [
+                {"role": "assistant", "content": f"Delegated to a subagent: {task}"},
+                {"role": "tool", "name": "delegation", "content": result, "child_session_id": child_session_id},
+            ],
+        )
+        self._archive.embed_pending()
 
     def shutdown(self) -> None:
         """Close the archive (and summary client) if this provider opened them; idempotent, never raises."""

@@ -24,8 +24,9 @@ from ..graph.bulletin import session_bulletin, synthesize_with
 from ..graph.maintenance import SESSION_BUDGET, maintain
 from ..graph.migrate_curated import TARGET_TYPES, curated_source, import_curated
 from ..graph.store import MemoryGraph
-from ..graph.types import Memory, Scope
+from ..graph.types import Memory, MemoryType, Scope
 from ..tools.graph import GRAPH_TOOL_NAMES, GRAPH_TOOL_SCHEMAS, handle_graph_call
+from .config_schema import ConfigField
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -36,6 +37,8 @@ log = logging.getLogger("mnemo.graph")
 
 DEFAULT_CONTEXT_CHARS = 1500
 ENRICH_LIMIT = 8
+# The source of memories the graph keeps of finished delegations.
+DELEGATION_SOURCE = "delegation"
 
 
 def _normal(text: str) -> str:
@@ -197,6 +200,10 @@ class GraphProvider:
         """The entries of this session's frozen curated snapshot; per-turn context never repeats them."""
         self._frozen = frozenset(_normal(e) for e in entries if isinstance(e, str))
 
+    def config_schema(self) -> list[ConfigField]:
+        """What ``mnemo providers setup graph`` asks for (no defaults: unset keeps mnemo's settings)."""
+        return [ConfigField("context_chars", "characters of recalled memories added per turn (default: graph_context_chars)", kind=int)]
+
     def capabilities(self) -> dict[str, Any]:
         """The four graph tools; local curated writes are never suppressed."""
         return {"tool_names": set(GRAPH_TOOL_NAMES), "tool_schemas": [dict(s) for s in GRAPH_TOOL_SCHEMAS]}
@@ -268,8 +275,27 @@ class GraphProvider:
     def on_turn_complete(self, user_message: str, assistant_response: str) -> None:
         """Nothing: the graph learns from explicit writes, not from every turn (no LLM)."""
 
-    def on_compress(self, messages: list[dict[str, str]], compression_count: int) -> None:
+    def on_compress(self, messages: list[dict[str, str]], compression_count: int) -> str | None:
         """Nothing by default: extracting memories from discarded messages needs an LLM."""
+        return None
+
+    def on_session_switch(
+        self, new_session_id: str, parent_session_id: str | None, reset: bool, rewound: bool
+    ) -> None:
+        """On a reset the curated snapshot was re-frozen: stop leaving out entries it no longer shows
+        (and start leaving out the new ones). Memories belong to the scope, not the session, so
+        nothing else changes."""
+        if reset and self._frozen_source is not None:
+            self.set_frozen_entries(self._frozen_source())
+
+    def on_delegation(self, task: str, result: str, child_session_id: str) -> None:
+        """Remember a finished delegation as an ``event`` memory (scanned like any other; content past
+        the graph's size limit is cut)."""
+        content = f"Delegated task: {' '.join(task.split())}\nResult: {' '.join(result.split())}"
+        limit = self.graph.max_content_chars
+        if len(content) > limit:
+            content = content[: limit - 1].rstrip() + "…"
+        self.graph.remember(content, MemoryType.EVENT, source=DELEGATION_SOURCE)
 
     def shutdown(self) -> None:
         """Close the graph if this provider opened it; idempotent, never raises."""

@@ -6,6 +6,10 @@ providers written for mnemo, supplying a harmless default for every hook.
 
 Threading is the registry's job, never the provider's: the registry decides which thread calls which
 hook and how long it waits, so a provider is written as plain synchronous code.
+
+Beyond the minimal protocol, :class:`LifecycleHooks` lists the optional hooks a provider may also
+define (session end and switch, delegation, turn start, prefetch, a configuration schema). The registry
+looks for each one once, at initialization, and calls only those present.
 """
 
 from __future__ import annotations
@@ -21,11 +25,14 @@ from ..errors import MnemoError
 from ..tools._json import failure
 
 __all__ = [
+    "OPTIONAL_HOOKS",
     "BaseProvider",
+    "LifecycleHooks",
     "MemoryProvider",
     "ProviderCapabilities",
     "ProviderError",
     "missing_members",
+    "optional_hooks",
 ]
 
 # The memory tool's targets; ``suppresses_local_writes`` is normalised to exactly these keys.
@@ -83,8 +90,11 @@ class MemoryProvider(Protocol):
         """Observe a successful turn, with the original (un-enriched) user message."""
         ...
 
-    def on_compress(self, messages: list[dict[str, str]], compression_count: int) -> None:
-        """Last look at messages the agent is about to discard; each is ``{"role", "content": str}``."""
+    def on_compress(self, messages: list[dict[str, str]], compression_count: int) -> str | None:
+        """Last look at messages the agent is about to discard; each is ``{"role", "content": str}``.
+
+        Text returned (what the provider extracted) is handed, fenced, to the host's summariser.
+        """
         ...
 
     def shutdown(self) -> None:
@@ -105,6 +115,58 @@ _MEMBERS = (
     "on_compress",
     "shutdown",
 )
+
+
+class LifecycleHooks(Protocol):
+    """The optional hooks: a provider defines any of them, with these signatures, and no others change.
+
+    None is required and :class:`BaseProvider` defines none of them, so a provider that does not define
+    one is never called for it (a ``prefetch`` that is present replaces ``enrich_turn`` on every turn
+    it has served).
+    """
+
+    def on_session_end(self, messages: list[dict[str, str]]) -> None:
+        """A real session boundary (not only a process exit); ``messages`` is what the host passed, normalised."""
+        ...
+
+    def on_session_switch(self, new_session_id: str, parent_session_id: str | None, reset: bool, rewound: bool) -> None:
+        """The session id changed under a running agent (resume, branch, reset, compression
+        continuation): re-key per-session state. Runs after every event of the old session."""
+        ...
+
+    def on_delegation(self, task: str, result: str, child_session_id: str) -> None:
+        """A subagent finished ``task`` with ``result``; ``child_session_id`` is its session, or ``""``."""
+        ...
+
+    def on_turn_start(self, turn_number: int, message: str) -> None:
+        """A turn begins: ``turn_number`` counts from 1 in each session; ``message`` is the user's."""
+        ...
+
+    def prefetch(self, query: str) -> str | None:
+        """Context for the next turn, computed in the background after a turn with ``query`` as its
+        user message; the same return as ``enrich_turn``."""
+        ...
+
+    def config_schema(self) -> Sequence[Any]:
+        """The settings this provider needs, as :class:`~mnemo.providers.ConfigField` items."""
+        ...
+
+
+# The optional hooks the registry looks for; ``config_schema`` is read by setup, not the registry.
+OPTIONAL_HOOKS = ("on_session_end", "on_session_switch", "on_delegation", "on_turn_start", "prefetch")
+
+
+def optional_hooks(provider: object) -> frozenset[str]:
+    """The :data:`OPTIONAL_HOOKS` ``provider`` defines as callables (an attribute that raises counts as absent)."""
+    present = set()
+    for hook in OPTIONAL_HOOKS:
+        try:
+            value = getattr(provider, hook, None)
+        except Exception:
+            continue
+        if callable(value):
+            present.add(hook)
+    return frozenset(present)
 
 
 def missing_members(candidate: object) -> list[str]:
@@ -154,8 +216,9 @@ class BaseProvider:
     def on_turn_complete(self, user_message: str, assistant_response: str) -> None:
         """Ignore completed turns."""
 
-    def on_compress(self, messages: list[dict[str, str]], compression_count: int) -> None:
+    def on_compress(self, messages: list[dict[str, str]], compression_count: int) -> str | None:
         """Ignore compression."""
+        return None
 
     def shutdown(self) -> None:
         """Nothing to close."""

@@ -5,10 +5,18 @@ The agent calls the registry from its own thread; the registry decides where eac
 - ``enrich_turn`` runs in parallel on one worker per provider, under one overall deadline. A provider
   that misses it is skipped for the turn, and while its late call is still running it is not called
   again, so a hung backend costs one thread, not one thread per turn.
-- ``on_memory_write`` and ``on_turn_complete`` are fire-and-forget on a second worker per provider
-  (daemon), so one provider sees its events in order and a slow one never delays the turn.
+- ``on_memory_write``, ``on_turn_complete``, and the optional ``on_turn_start`` and ``on_delegation``
+  are fire-and-forget on a second worker per provider (daemon), so one provider sees its events in order
+  and a slow one never delays the turn.
+- The optional ``on_session_switch`` and ``on_session_end`` run on that same event worker, after every
+  event of the session they close, and the caller waits for them under a deadline (``enrich_timeout``
+  and ``compress_timeout``). A provider still inside one when the deadline passes is not called for
+  that hook again until it returns.
+- The optional ``prefetch`` runs on the enrich worker, queued by the event worker once the turn's
+  ``on_turn_complete`` was delivered; the next ``enrich_turn`` serves its result (waiting at most the
+  enrich deadline) instead of calling ``enrich_turn``. A session switch or end drops it.
 - ``on_compress`` runs on non-daemon threads joined under one deadline: the agent is about to discard
-  those messages, so an interpreter exit waits for the work to finish.
+  those messages, so an interpreter exit waits for the work to finish. Text it returns is collected.
 - ``shutdown_all`` delivers each provider's pending events, then shuts it down, all under one deadline.
   It also runs when the registry is garbage-collected or at interpreter exit, through a finalizer that
   holds no reference to the registry.
@@ -26,7 +34,7 @@ import math
 import threading
 import time
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +46,7 @@ from .protocol import (
     ProviderCapabilities,
     ProviderError,
     missing_members,
+    optional_hooks,
 )
 
 __all__ = ["ProviderRegistry"]
@@ -51,6 +60,21 @@ MEMORY_TOOL = "memory"
 # letting one hung backend grow the queue for the rest of the session.
 _MAX_PENDING_EVENTS = 1000
 
+# Events every provider receives; any other broadcast goes only to providers defining the hook.
+_REQUIRED_EVENTS = frozenset({"on_memory_write", "on_turn_complete"})
+
+
+@dataclass(eq=False)
+class _Prefetch:
+    """One background lookup for the next turn; ``done`` is set once ``text`` is final."""
+
+    query: str
+    done: threading.Event = field(default_factory=threading.Event)
+    text: str | None = None
+    # Set when the result will never be served (a switch, a newer turn, a missed deadline): a lookup
+    # not yet started is then not started at all.
+    dropped: bool = False
+
 
 @dataclass(eq=False)
 class _Active:
@@ -61,7 +85,15 @@ class _Active:
     capabilities: ProviderCapabilities
     enrich_lane: Lane
     event_lane: Lane
+    hooks: frozenset[str] = frozenset()
     compressing: threading.Thread | None = None
+    # Waited-for hooks (switch, end) submitted and not yet returned: a provider stuck in one is not
+    # handed another.
+    in_flight: set[str] = field(default_factory=set)
+    # The prefetch waiting to be served, and the one whose job has not yet left the workers (served,
+    # dropped or not).
+    prefetched: _Prefetch | None = None
+    prefetching: _Prefetch | None = None
 
 
 @dataclass(eq=False)
@@ -137,6 +169,7 @@ class ProviderRegistry:
         self._initialized = False
         self._tools: dict[str, _Active] = {}
         self._by_name: dict[str, _Active] = {}
+        self._prefetch_lock = threading.Lock()
         self._failures: dict[str, str] = {}
         # Runs _Session.shutdown at interpreter exit, or when this registry is collected, whichever
         # comes first; calling it (shutdown_all) runs it at most once and unregisters it.
@@ -192,7 +225,12 @@ class ProviderRegistry:
                 self._session.refuse(name, provider)
                 continue
             entry = _Active(
-                name, provider, capabilities, Lane(f"mnemo-{name}-enrich"), Lane(f"mnemo-{name}-events")
+                name,
+                provider,
+                capabilities,
+                Lane(f"mnemo-{name}-enrich"),
+                Lane(f"mnemo-{name}-events"),
+                hooks=optional_hooks(provider),
             )
             entry.event_lane.start()
             self._session.active.append(entry)
@@ -220,6 +258,11 @@ class ProviderRegistry:
             if tool in self._tools:
                 raise ProviderError(f"tool {tool!r} is already served by provider {self._tools[tool].name!r}")
 
+    @property
+    def registered(self) -> tuple[tuple[str, MemoryProvider], ...]:
+        """Every registered ``(name, provider)``, in registration order, active or not."""
+        return tuple(self._registered)
+
     # -- what is active --------------------------------------------------------------------------
 
     @property
@@ -235,6 +278,10 @@ class ProviderRegistry:
     def capabilities(self, name: str) -> ProviderCapabilities:
         """The frozen capabilities of active provider ``name``; KeyError if there is none."""
         return self._by_name[name].capabilities
+
+    def hooks(self, name: str) -> frozenset[str]:
+        """The optional hooks active provider ``name`` defines (see ``OPTIONAL_HOOKS``); KeyError if none."""
+        return self._by_name[name].hooks
 
     def tool_schemas(self) -> list[dict[str, Any]]:
         """Every active provider's tool schemas, in registration order (copies, safe to modify)."""
@@ -254,6 +301,7 @@ class ProviderRegistry:
     def enrich_turn(self, user_message: str, messages: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
         """Each provider's context for this turn as ``(name, text)``, in registration order.
 
+        A provider with a prefetch pending from the last turn is served from it instead of being asked.
         Returns within ``enrich_timeout`` (plus scheduling slack) whatever the providers do; blank
         answers, late answers and failures are left out.
         """
@@ -263,8 +311,13 @@ class ProviderRegistry:
         deadline = time.monotonic() + self._enrich_timeout
         history = tuple(messages)
         asked = []
+        served = []
         for entry in active:
-            if entry.enrich_lane.pending:
+            with self._prefetch_lock:
+                slot, entry.prefetched = entry.prefetched, None
+            if slot is not None:
+                served.append((entry, slot))
+            elif entry.enrich_lane.pending and not _behind_prefetch(entry):
                 log.info("%s: enrich_turn skipped: its previous call is still running", entry.name)
             else:
                 asked.append(entry)
@@ -273,13 +326,96 @@ class ProviderRegistry:
             job = functools.partial(_enrich, entry.name, entry.provider, user_message, history)
             if not entry.enrich_lane.submit(job, functools.partial(gather.record, index)):
                 gather.record(index, None)
-        context = []
+        texts = {}
         for entry, (finished, text) in zip(asked, gather.collect(deadline)):
             if not finished:
                 log.warning("%s: enrich_turn missed the %.2f s deadline; skipped this turn", entry.name, self._enrich_timeout)
             elif text:
-                context.append((entry.name, text))
-        return context
+                texts[entry.name] = text
+        for entry, slot in served:
+            if not slot.done.wait(max(0.0, deadline - time.monotonic())):
+                slot.dropped = True
+                log.warning("%s: prefetch missed the %.2f s deadline; skipped this turn", entry.name, self._enrich_timeout)
+            elif slot.text:
+                texts[entry.name] = slot.text
+        return [(entry.name, texts[entry.name]) for entry in active if entry.name in texts]
+
+    def prefetch(self, query: str) -> None:
+        """Start each prefetching provider's lookup for the next turn, in the background.
+
+        The lookup is queued behind the provider's pending events (so it sees the turn that just
+        completed) and runs on its enrich worker; a provider whose previous lookup or ``enrich_turn``
+        is still running is skipped. An unserved earlier prefetch is dropped.
+        """
+        for entry in self._session.active:
+            if "prefetch" not in entry.hooks:
+                continue
+            with self._prefetch_lock:
+                _drop(entry.prefetched)
+                entry.prefetched = None
+                finishing = entry.prefetching is not None and entry.prefetching.done.is_set()
+                if entry.enrich_lane.pending and not (finishing and entry.enrich_lane.pending == 1):
+                    log.info("%s: prefetch skipped: its previous call is still running", entry.name)
+                    continue
+                slot = entry.prefetched = entry.prefetching = _Prefetch(query)
+            if not entry.event_lane.submit(functools.partial(_queue_prefetch, entry, slot), limit=_MAX_PENDING_EVENTS):
+                log.warning("%s: prefetch dropped: the provider is not keeping up or is shut down", entry.name)
+                self._drop_prefetch(entry)
+
+    def _drop_prefetch(self, entry: _Active) -> None:
+        with self._prefetch_lock:
+            _drop(entry.prefetched)
+            entry.prefetched = None
+
+    def on_turn_start(self, turn_number: int, message: str) -> None:
+        """Tell the providers defining ``on_turn_start`` that turn ``turn_number`` begins, in the background."""
+        self._broadcast("on_turn_start", (turn_number, message))
+
+    def on_delegation(self, task: str, result: str, child_session_id: str) -> None:
+        """Tell the providers defining ``on_delegation`` that a subagent finished, in the background."""
+        self._broadcast("on_delegation", (task, result, child_session_id))
+
+    def on_session_switch(
+        self, new_session_id: str, parent_session_id: str | None, reset: bool, rewound: bool
+    ) -> None:
+        """Re-key every provider defining ``on_session_switch`` for ``new_session_id``; drops prefetches.
+
+        Delivered after each provider's pending events; waits up to ``enrich_timeout`` overall.
+        """
+        for entry in self._session.active:
+            self._drop_prefetch(entry)
+        args = (new_session_id, parent_session_id, reset, rewound)
+        self._await_events("on_session_switch", lambda: args, self._enrich_timeout)
+
+    def on_session_end(self, messages: Sequence[Any]) -> None:
+        """A session ends: every provider defining ``on_session_end`` gets the normalised messages after
+        its pending events; waits up to ``compress_timeout`` overall. Drops prefetches."""
+        for entry in self._session.active:
+            self._drop_prefetch(entry)
+        normalised = [_normalise(message) for message in messages]
+        self._await_events(
+            "on_session_end", lambda: ([dict(message) for message in normalised],), self._compress_timeout
+        )
+
+    def _await_events(self, hook: str, make_args: Callable[[], tuple[Any, ...]], timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        asked = []
+        for entry in self._session.active:
+            if hook not in entry.hooks:
+                continue
+            if hook in entry.in_flight:
+                log.warning("%s: %s skipped: its previous call is still running", entry.name, hook)
+                continue
+            asked.append(entry)
+        gather = Gather(len(asked))
+        for index, entry in enumerate(asked):
+            entry.in_flight.add(hook)
+            job = functools.partial(_guarded, entry.name, entry.provider, hook, make_args())
+            if not entry.event_lane.submit(job, functools.partial(_returned, entry, hook, gather, index)):
+                _returned(entry, hook, gather, index, None)
+        for entry, (finished, _) in zip(asked, gather.collect(deadline)):
+            if not finished:
+                log.warning("%s: %s still running after %.1f s; not waiting", entry.name, hook, timeout)
 
     def on_memory_write(self, action: str, target: str, content: str, old_text: str | None = None) -> None:
         """Tell every provider about one memory-tool operation, in the background."""
@@ -291,35 +427,46 @@ class ProviderRegistry:
 
     def _broadcast(self, hook: str, args: tuple[Any, ...]) -> None:
         for entry in self._session.active:
+            if hook not in entry.hooks and hook not in _REQUIRED_EVENTS:
+                continue
             job = functools.partial(_guarded, entry.name, entry.provider, hook, args)
             if not entry.event_lane.submit(job, limit=_MAX_PENDING_EVENTS):
                 log.warning("%s: %s dropped: the provider is not keeping up or is shut down", entry.name, hook)
 
-    def on_compress(self, messages: Sequence[Any], compression_count: int) -> None:
+    def on_compress(self, messages: Sequence[Any], compression_count: int) -> list[tuple[str, str]]:
         """Show every provider the messages about to be discarded; wait for them up to ``compress_timeout``.
 
         Messages are normalised to ``{"role", "content": str}``. A provider whose previous
-        ``on_compress`` is still running is skipped.
+        ``on_compress`` is still running is skipped. Returns the text providers returned, as
+        ``(name, text)`` in registration order (blank, late and non-text answers left out).
         """
         active = self._session.active
         if not active:
-            return
+            return []
         normalised = [_normalise(message) for message in messages]
-        threads = []
+        asked = []
         for entry in active:
             if entry.compressing is not None and entry.compressing.is_alive():
                 log.warning("%s: on_compress skipped: its previous call is still running", entry.name)
                 continue
+            asked.append(entry)
+        gather = Gather(len(asked))
+        for index, entry in enumerate(asked):
             copies = [dict(message) for message in normalised]
             entry.compressing = threading.Thread(
-                target=_guarded,
-                args=(entry.name, entry.provider, "on_compress", (copies, compression_count)),
+                target=_answer,
+                args=(entry.name, entry.provider, "on_compress", (copies, compression_count), gather, index),
                 name=f"mnemo-{entry.name}-compress",
             )
             entry.compressing.start()
-            threads.append(entry.compressing)
+        threads = [entry.compressing for entry in asked if entry.compressing is not None]
         for thread in join_all(threads, time.monotonic() + self._compress_timeout):
             log.warning("%s: on_compress still running after %.1f s; not waiting", _owner(thread), self._compress_timeout)
+        return [
+            (entry.name, text)
+            for entry, (finished, text) in zip(asked, gather.collect(time.monotonic()))
+            if finished and text
+        ]
 
     def handle_tool_call(self, name: str, arguments: Any) -> str:
         """Run provider tool ``name``; ``arguments`` is a dict or a JSON object string. Always a JSON string."""
@@ -361,13 +508,61 @@ def _guarded(name: str, provider: MemoryProvider, hook: str, args: tuple[Any, ..
 
 
 def _enrich(name: str, provider: MemoryProvider, user_message: str, history: tuple[Any, ...]) -> str | None:
-    text = _guarded(name, provider, "enrich_turn", (user_message, history))
-    if text is None:
+    return _text(name, "enrich_turn", _guarded(name, provider, "enrich_turn", (user_message, history)))
+
+
+def _text(name: str, hook: str, value: Any) -> str | None:
+    """A hook's answer as stripped text, or None (a non-text answer is logged and ignored)."""
+    if value is None:
         return None
-    if not isinstance(text, str):
-        log.warning("%s: enrich_turn returned %s instead of text; ignored", name, type(text).__name__)
+    if not isinstance(value, str):
+        log.warning("%s: %s returned %s instead of text; ignored", name, hook, type(value).__name__)
         return None
-    return text.strip() or None
+    return value.strip() or None
+
+
+def _answer(name: str, provider: MemoryProvider, hook: str, args: tuple[Any, ...], gather: Gather, index: int) -> None:
+    gather.record(index, _text(name, hook, _guarded(name, provider, hook, args)))
+
+
+def _returned(entry: _Active, hook: str, gather: Gather, index: int, result: Any) -> None:
+    entry.in_flight.discard(hook)
+    gather.record(index, result)
+
+
+def _behind_prefetch(entry: _Active) -> bool:
+    """Whether the one job keeping the enrich worker busy is a prefetch (dropped, or served and just
+    finishing): the turn's ``enrich_turn`` then queues behind it under the same deadline rather than
+    being skipped, since the provider is not known to be stuck. A second job queued behind a stuck
+    prefetch makes two, and from then on the provider is skipped."""
+    return entry.prefetching is not None and entry.enrich_lane.pending == 1
+
+
+def _prefetch_left(entry: _Active, slot: _Prefetch, _result: Any = None) -> None:
+    """The prefetch job of ``slot`` left the enrich worker (or never reached it)."""
+    if entry.prefetching is slot:
+        entry.prefetching = None
+
+
+def _drop(slot: _Prefetch | None) -> None:
+    if slot is not None:
+        slot.dropped = True
+
+
+def _queue_prefetch(entry: _Active, slot: _Prefetch) -> None:
+    """On the event worker, after the turn's events: hand the lookup to the enrich worker."""
+    job = functools.partial(_run_prefetch, entry.name, entry.provider, slot)
+    if slot.dropped or not entry.enrich_lane.submit(job, functools.partial(_prefetch_left, entry, slot)):
+        slot.done.set()
+        _prefetch_left(entry, slot)
+
+
+def _run_prefetch(name: str, provider: MemoryProvider, slot: _Prefetch) -> None:
+    try:
+        if not slot.dropped:
+            slot.text = _text(name, "prefetch", _guarded(name, provider, "prefetch", (slot.query,)))
+    finally:
+        slot.done.set()
 
 
 def _close(entry: _Active, deadline: float) -> None:
