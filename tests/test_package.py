@@ -89,7 +89,7 @@ def test_help_lists_version(capsys):
 def test_the_version_matches_the_distribution_metadata():
     from importlib.metadata import version
 
-    assert version("mnemo") == mnemo.__version__
+    assert version("mnemo-local") == mnemo.__version__  # the distribution's name; the package is mnemo
 
 
 def test_a_subcommand_imports_only_its_own_module(tmp_path):

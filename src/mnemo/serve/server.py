@@ -14,7 +14,6 @@ hand one user's memory to another.
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 import logging
 import uuid
@@ -28,6 +27,7 @@ from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from .. import __version__
 from ..agent import AgentMemory
 from ..curated.store import FILENAMES, TARGETS, MemoryStore
 from ..errors import MnemoError
@@ -69,7 +69,7 @@ class MemoryServer:
         self._per_user: dict[str, dict[str, Any]] = {}
         self.server = _Server(
             SERVER_NAME,
-            version=_version(),
+            version=__version__,
             instructions=DEFAULT_INSTRUCTIONS,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
@@ -242,13 +242,6 @@ class MemoryServer:
         text = f"{DEFAULT_INSTRUCTIONS}\n\n{blocks}".strip()
         message = types.PromptMessage(role="user", content=types.TextContent(text=text))
         return types.GetPromptResult(description="Use your long-term memory.", messages=[message])
-
-
-def _version() -> str:
-    try:
-        return importlib.metadata.version("mnemo-local")
-    except importlib.metadata.PackageNotFoundError:  # running from a source tree
-        return ""
 
 
 def _connection(ctx: Any) -> Any:
