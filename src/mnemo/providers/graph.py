@@ -3,8 +3,8 @@
 Per turn it adds the memories most relevant to the user's message (type, date, subject, content) within a
 character budget, leaving out whatever the frozen curated snapshot already shows. It declares the
 ``recall``, ``remember``, ``relate`` and ``forget`` tools, imports the curated files once on first use,
-and mirrors later curated writes (add -> new memory, replace -> new version with an ``updates`` edge,
-remove -> forgotten). It never calls an LLM.
+mirrors later curated writes (add -> new memory, replace -> new version with an ``updates`` edge,
+remove -> forgotten), and before context compression extracts memories from the discarded messages.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from .._time import iso
 from ..database import database_path, refuse_old_config_key
 from ..embeddings import named_embedder
 from ..errors import ConfigError, MnemoError
+from ..graph.extract_rules import extract as extract_by_rules
+from ..graph.extraction import Extractor, extract_messages
 from ..graph.migrate_curated import TARGET_TYPES, curated_source, import_curated
 from ..graph.store import MemoryGraph
 from ..graph.types import Memory, Scope
@@ -69,6 +71,8 @@ class GraphProvider:
         self._defaults: dict[str, Any] = {}
         self._scope: Scope | None = None
         self._lock = threading.Lock()
+        self._session_key: str | None = None
+        self._extractor: Extractor = extract_by_rules
 
     @classmethod
     def from_settings(
@@ -110,6 +114,7 @@ class GraphProvider:
         """Open (or adopt) the graph for this session's scope and run the one-time curated import."""
         config = {**self._defaults, **(config or {})}
         refuse_old_config_key(self.name, config)
+        self._session_key = session_key
         if self._frozen_source is not None:
             self.set_frozen_entries(self._frozen_source())
         # Everything is validated before the database is opened, so a refusal leaves nothing open.
@@ -218,7 +223,16 @@ class GraphProvider:
         """Nothing: the graph learns from explicit writes, not from every turn (no LLM)."""
 
     def on_compress(self, messages: list[dict[str, str]], compression_count: int) -> None:
-        """Nothing by default: extracting memories from discarded messages needs an LLM."""
+        """Turn the messages about to be discarded into typed memories linked to their archive rows
+        (see :mod:`mnemo.graph.extraction`); a message extracted before adds nothing."""
+        if self._session_key is None:
+            return
+        try:
+            report = extract_messages(self.graph, self._session_key, messages, extractor=self._extractor)
+        except MnemoError as exc:
+            log.warning("graph: extraction before compression failed: %s", exc)
+            return
+        log.info("graph: extracted %s", report.as_dict())
 
     def shutdown(self) -> None:
         """Close the graph if this provider opened it; idempotent, never raises."""
