@@ -70,6 +70,9 @@ class Settings(BaseModel):
     # The archive defaults to none: every message would need a vector, held in memory to search.
     graph_embedder: Literal["minilm", "none"] = "minilm"
     archive_embedder: Literal["minilm", "none"] = "none"
+    # How the graph turns messages discarded by compression into memories: "rules" (deterministic, no
+    # LLM) or "llm" (the configured model, falling back to the rules on any failure).
+    graph_extractor: Literal["rules", "llm"] = "rules"
 
     # optional LLM (OpenAI-compatible chat completions); never called unless configured and asked for
     llm_base_url: str | None = None

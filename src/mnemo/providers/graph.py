@@ -73,6 +73,7 @@ class GraphProvider:
         self._lock = threading.Lock()
         self._session_key: str | None = None
         self._extractor: Extractor = extract_by_rules
+        self._owned_llm: Any = None
 
     @classmethod
     def from_settings(
@@ -90,6 +91,8 @@ class GraphProvider:
         if embedder is None:
             embedder = named_embedder(settings.graph_embedder)
         provider = cls(embedder=embedder, context_chars=settings.graph_context_chars)
+        if settings.graph_extractor == "llm":
+            provider._extractor, provider._owned_llm = _llm_extractor(settings)
         provider._defaults = {"database": str(settings.database_path), "memories_dir": str(settings.memories_dir)}
         # The settings' scope is the whole AgentMemory's (the archive's too): a provider table cannot split it.
         provider._scope = settings.scope
@@ -235,7 +238,14 @@ class GraphProvider:
         log.info("graph: extracted %s", report.as_dict())
 
     def shutdown(self) -> None:
-        """Close the graph if this provider opened it; idempotent, never raises."""
+        """Close the graph (and LLM client) if this provider opened them; idempotent, never raises."""
+        with self._lock:
+            llm, self._owned_llm = self._owned_llm, None
+        if llm is not None:
+            try:
+                llm.close()
+            except Exception:  # shutdown must never raise
+                log.exception("graph: error while closing the extraction LLM client")
         with self._lock:
             if not self._owns_graph or self._graph is None:
                 return
@@ -244,6 +254,20 @@ class GraphProvider:
             graph.close()
         except Exception:  # shutdown must never raise
             log.exception("graph: error while closing")
+
+
+def _llm_extractor(settings: Settings) -> tuple[Extractor, Any]:
+    """The LLM extractor on the configured model, bounded well inside the compression deadline; the
+    deterministic extractor (and a warning) when no model is configured."""
+    from ..graph.extract_llm import LLMExtractor
+    from ..llm import LLMNotConfigured, OpenAICompatibleLLM
+
+    try:
+        llm = OpenAICompatibleLLM.from_settings(settings, max_retries=0)
+    except LLMNotConfigured as exc:
+        log.warning("graph: graph_extractor is 'llm' but %s; extracting by rules", exc)
+        return extract_by_rules, None
+    return LLMExtractor(llm, deadline=settings.compress_timeout * 0.8), llm
 
 
 def _context_line(memory: Memory) -> str:
