@@ -155,7 +155,32 @@ CREATE TABLE graph_maintenance_log (
 CREATE INDEX graph_maintenance_log_memory ON graph_maintenance_log (memory_id);
 """
 
-MIGRATIONS: tuple[_db.Migration, ...] = (_V1, _V2, _V3)
+# Extraction: which messages were already turned into memories (``graph_extracted``, one row per message
+# and scope, so extracting it again adds nothing) and which archived message(s) each extracted memory came
+# from (``graph_memory_messages``). A message the archive did not hold is keyed by a hash of its session,
+# role and text, and linked by session alone.
+_EXTRACTION = """
+CREATE TABLE graph_extracted (
+    user_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    channel_id TEXT NOT NULL,
+    message_key TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    message_id INTEGER,
+    memories INTEGER NOT NULL,
+    extracted_at REAL NOT NULL,
+    PRIMARY KEY (user_id, agent_id, channel_id, message_key)
+) WITHOUT ROWID;
+CREATE TABLE graph_memory_messages (
+    memory_id TEXT NOT NULL REFERENCES graph_memories (id) ON DELETE CASCADE,
+    session_id TEXT NOT NULL,
+    message_id INTEGER
+);
+CREATE UNIQUE INDEX graph_memory_messages_key ON graph_memory_messages (memory_id, session_id, COALESCE(message_id, -1));
+CREATE INDEX graph_memory_messages_message ON graph_memory_messages (message_id);
+"""
+
+MIGRATIONS: tuple[_db.Migration, ...] = (_V1, _V2, _V3, _EXTRACTION)
 
 
 def ensure_schema(conn: sqlite3.Connection) -> int:

@@ -72,7 +72,7 @@ _INSERT_MEMORY = (
     "INSERT INTO graph_memories (id, content, type, importance, created_at, updated_at, source, subject,"
     " user_id, agent_id, channel_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
-_ITEM_FIELDS = frozenset({"content", "memory_type", "importance", "source", "subject", "relations"})
+_ITEM_FIELDS = frozenset({"content", "memory_type", "importance", "source", "subject", "relations", "created_at"})
 
 
 Link = tuple[str, "Relation | str"] | tuple[str, "Relation | str", float]
@@ -88,6 +88,7 @@ class _Item(NamedTuple):
     source: str
     subject: str
     links: list[tuple[str, Relation, float]]
+    created_at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -479,7 +480,8 @@ class MemoryGraph:
         """Store many memories in one transaction: all of them, or none if any is refused.
 
         Each item holds :meth:`remember`'s arguments by name (``content``, and optionally
-        ``memory_type``, ``importance``, ``source``, ``subject``, ``relations`` to memories that already exist).
+        ``memory_type``, ``importance``, ``source``, ``subject``, ``relations`` to memories that already
+        exist, ``created_at``: when it was said, for memories recorded after the fact).
         Everything is validated before anything is written; a refusal names the item, as in
         ``items[3].content``. One commit for the batch makes bulk ingest several times faster than a
         :meth:`remember` per memory; embedding stays deferred and batched, as for every write.
@@ -494,12 +496,13 @@ class MemoryGraph:
                 raise InvalidArgument(f"items[{index}]", f"unknown field(s): {', '.join(sorted(map(str, unknown)))}")
             if "content" not in item:
                 raise InvalidArgument(f"{prefix}content", "is required")
-            checked.append(
-                self._check_item(
-                    item["content"], item.get("memory_type", MemoryType.FACT), item.get("importance"),
-                    item.get("source", ""), item.get("subject", ""), item.get("relations", ()), prefix,
-                )
+            item_checked = self._check_item(
+                item["content"], item.get("memory_type", MemoryType.FACT), item.get("importance"),
+                item.get("source", ""), item.get("subject", ""), item.get("relations", ()), prefix,
             )  # fmt: skip
+            if item.get("created_at") is not None:
+                item_checked = item_checked._replace(created_at=to_timestamp(item["created_at"], f"{prefix}created_at"))
+            checked.append(item_checked)
         if not checked:
             return []
         with self._write() as conn:
@@ -529,7 +532,8 @@ class MemoryGraph:
         conn.executemany(
             _INSERT_MEMORY,
             [
-                (memory_id, i.content, i.type.value, i.importance, now, now, i.source, i.subject, *scope_params(self.scope))
+                (memory_id, i.content, i.type.value, i.importance, i.created_at or now, i.created_at or now, i.source,
+                 i.subject, *scope_params(self.scope))
                 for memory_id, i in zip(ids, items, strict=True)
             ],
         )
@@ -537,7 +541,10 @@ class MemoryGraph:
             for target, relation, weight in item.links:
                 self._link(conn, memory_id, target, relation, weight)
         return [
-            Memory(memory_id, i.content, i.type, i.importance, now, now, source=i.source, subject=i.subject, scope=self.scope)
+            Memory(
+                memory_id, i.content, i.type, i.importance, i.created_at or now, i.created_at or now,
+                source=i.source, subject=i.subject, scope=self.scope,
+            )  # fmt: skip
             for memory_id, i in zip(ids, items, strict=True)
         ]
 

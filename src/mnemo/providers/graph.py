@@ -3,8 +3,8 @@
 Per turn it adds the memories most relevant to the user's message (type, date, subject, content) within a
 character budget, leaving out whatever the frozen curated snapshot already shows. It declares the
 ``recall``, ``remember``, ``relate`` and ``forget`` tools, imports the curated files once on first use,
-and mirrors later curated writes (add -> new memory, replace -> new version with an ``updates`` edge,
-remove -> forgotten). It never calls an LLM.
+mirrors later curated writes (add -> new memory, replace -> new version with an ``updates`` edge,
+remove -> forgotten), and before context compression extracts memories from the discarded messages.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from ..embeddings import named_embedder
 from ..errors import ConfigError, MnemoError
 from ..graph.bulletin import session_bulletin, synthesize_with
 from ..graph.maintenance import SESSION_BUDGET, maintain
+from ..graph.extract_rules import extract as extract_by_rules
+from ..graph.extraction import Extractor, extract_messages
 from ..graph.migrate_curated import TARGET_TYPES, curated_source, import_curated
 from ..graph.store import MemoryGraph
 from ..graph.types import Memory, MemoryType, Scope
@@ -82,6 +84,8 @@ class GraphProvider:
         # Makes the model that condenses the bulletin after a pass (None: the plain render only).
         self.synthesizer: Callable[[], LLM] | None = None
         self._bulletin = ""
+        self._session_key: str | None = None
+        self._extractor: Extractor = extract_by_rules
 
     @classmethod
     def from_settings(
@@ -135,6 +139,7 @@ class GraphProvider:
         """Open (or adopt) the graph for this session's scope and run the one-time curated import."""
         config = {**self._defaults, **(config or {})}
         refuse_old_config_key(self.name, config)
+        self._session_key = session_key
         if self._frozen_source is not None:
             self.set_frozen_entries(self._frozen_source())
         # Everything is validated before the database is opened, so a refusal leaves nothing open.
@@ -275,9 +280,17 @@ class GraphProvider:
     def on_turn_complete(self, user_message: str, assistant_response: str) -> None:
         """Nothing: the graph learns from explicit writes, not from every turn (no LLM)."""
 
-    def on_compress(self, messages: list[dict[str, str]], compression_count: int) -> str | None:
-        """Nothing by default: extracting memories from discarded messages needs an LLM."""
-        return None
+    def on_compress(self, messages: list[dict[str, str]], compression_count: int) -> None:
+        """Turn the messages about to be discarded into typed memories linked to their archive rows
+        (see :mod:`mnemo.graph.extraction`); a message extracted before adds nothing."""
+        if self._session_key is None:
+            return
+        try:
+            report = extract_messages(self.graph, self._session_key, messages, extractor=self._extractor)
+        except MnemoError as exc:
+            log.warning("graph: extraction before compression failed: %s", exc)
+            return
+        log.info("graph: extracted %s", report.as_dict())
 
     def on_session_switch(
         self, new_session_id: str, parent_session_id: str | None, reset: bool, rewound: bool
@@ -285,6 +298,7 @@ class GraphProvider:
         """On a reset the curated snapshot was re-frozen: stop leaving out entries it no longer shows
         (and start leaving out the new ones). Memories belong to the scope, not the session, so
         nothing else changes."""
+        self._session_key = new_session_id
         if reset and self._frozen_source is not None:
             self.set_frozen_entries(self._frozen_source())
 

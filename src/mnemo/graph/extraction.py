@@ -1,0 +1,242 @@
+"""Turning messages into typed memories, each linked to the archived message(s) it came from.
+
+An extractor (:mod:`.extract_rules` by default, :mod:`.extract_llm` when a model is configured) proposes
+:class:`~.extract_rules.Candidate` memories; :func:`extract_messages` decides what is written:
+
+- **idempotent per message**: every message looked at is recorded in ``graph_extracted`` (by archive id, or
+  by a hash of session, role and text when the archive does not hold it), in the same transaction as its
+  memories; a message recorded before is skipped, so running twice (or concurrently) adds nothing;
+- **scanned**: a candidate the threat scan (or the graph's content rules) refuses is counted and dropped;
+- **de-duplicated**: a candidate whose text a live memory of the scope already holds is dropped;
+- **linked**: ``graph_memory_messages`` ties each new memory to its session and archive message id, so
+  :func:`source_messages` can show where a recalled memory was said; its date is the message's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import sqlite3
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..archive.locate import ArchivedRef, locate_messages
+from ..errors import InvalidArgument
+from .errors import BlockedContent
+from .extract_rules import Candidate
+from .extract_rules import extract as extract_by_rules
+from .schema import scope_params
+from .store import MemoryGraph
+from .types import Memory
+
+log = logging.getLogger("mnemo.graph")
+
+Extractor = Callable[[Sequence[Mapping[str, Any]]], list[Candidate]]
+"""Messages in, candidate memories out (positions in ``messages`` name their sources)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SourceMessage:
+    """Where an extracted memory was said: its session and archive message id (``None`` when the
+    archive did not hold the message)."""
+
+    session_id: str
+    message_id: int | None
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready view."""
+        return {"session_id": self.session_id, "message_id": self.message_id}
+
+
+@dataclass(slots=True)
+class ExtractionReport:
+    """What one extraction did: messages looked at and skipped (extracted before), memories written,
+    candidates refused by the scan and dropped as duplicates, and extractor failures (fallbacks)."""
+
+    messages: int = 0
+    skipped: int = 0
+    memories: list[Memory] = field(default_factory=list)
+    refused: int = 0
+    duplicates: int = 0
+    failures: int = 0
+
+    def add(self, other: ExtractionReport) -> None:
+        """Fold ``other`` into this report."""
+        self.messages += other.messages
+        self.skipped += other.skipped
+        self.memories.extend(other.memories)
+        self.refused += other.refused
+        self.duplicates += other.duplicates
+        self.failures += other.failures
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready summary."""
+        return {
+            "messages": self.messages,
+            "skipped": self.skipped,
+            "memories": len(self.memories),
+            "refused": self.refused,
+            "duplicates": self.duplicates,
+            "failures": self.failures,
+        }
+
+
+def _normal(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip().casefold()
+
+
+def message_key(session_id: str, message: Mapping[str, Any], ref: ArchivedRef | None) -> str:
+    """The key a message is recorded under once extracted: its archive id, else a hash of its text."""
+    if ref is not None:
+        return f"archive:{ref.message_id}"
+    text = "\x1f".join((session_id, str(message.get("role", "")), str(message.get("content", ""))))
+    return "text:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def locate(graph: MemoryGraph, session_id: str, messages: Sequence[Mapping[str, Any]]) -> list[ArchivedRef | None]:
+    """The archive rows of ``messages`` in the graph's database and scope (see :func:`locate_messages`)."""
+    with graph._lock:
+        return locate_messages(graph._conn, graph.scope, session_id, messages)
+
+
+class _AlreadyExtracted(Exception):
+    """Another writer recorded these messages between our read and our write: undo ours."""
+
+
+def extract_messages(
+    graph: MemoryGraph,
+    session_id: str,
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    extractor: Extractor = extract_by_rules,
+    refs: Sequence[ArchivedRef | None] | None = None,
+) -> ExtractionReport:
+    """Extract memories from ``messages`` of ``session_id`` into ``graph`` (see the module docstring).
+
+    ``refs`` are the messages' archive rows when the caller knows them; otherwise they are looked up. A
+    message's ``created_at`` (Unix seconds), or its archive row's, dates the memories taken from it.
+    """
+    if not isinstance(session_id, str) or not session_id:
+        raise InvalidArgument("session_id", "must be a non-empty string")
+    report = ExtractionReport(messages=len(messages))
+    if not messages:
+        return report
+    refs = list(refs) if refs is not None else locate(graph, session_id, messages)
+    keys = [message_key(session_id, m, r) for m, r in zip(messages, refs, strict=True)]
+    done = _recorded(graph, keys)
+    fresh = [i for i, key in enumerate(keys) if key not in done]
+    report.skipped = len(messages) - len(fresh)
+    if not fresh:
+        return report
+    batch = [messages[i] for i in fresh]
+    candidates = extractor(batch)
+    items, sources, seen = [], [], set()
+    known = _live_texts(graph)
+    for candidate in candidates:
+        try:
+            text = graph.check_content(candidate.content)
+        except BlockedContent as exc:
+            log.warning("graph: an extracted memory was refused by the threat scan: %s", exc)
+            report.refused += 1
+            continue
+        except InvalidArgument:
+            report.refused += 1
+            continue
+        norm = _normal(text)
+        if norm in known or norm in seen:
+            report.duplicates += 1
+            continue
+        seen.add(norm)
+        origin = [fresh[i] for i in candidate.messages if 0 <= i < len(fresh)] or [fresh[0]]
+        item = graph._check_item(text, candidate.type, candidate.importance, session_id, candidate.subject, (), "")
+        said = _said_at(messages[origin[0]], refs[origin[0]])
+        items.append(item._replace(created_at=said) if said is not None else item)
+        sources.append(origin)
+    try:
+        with graph._write() as conn:
+            if _recorded(graph, keys, conn):
+                raise _AlreadyExtracted
+            stored = graph._store_items(conn, items, "") if items else []
+            for memory, origin in zip(stored, sources, strict=True):
+                conn.executemany(
+                    "INSERT OR IGNORE INTO graph_memory_messages (memory_id, session_id, message_id) VALUES (?, ?, ?)",
+                    [(memory.id, *_where(session_id, refs[i])) for i in origin],
+                )
+            counts = {i: 0 for i in fresh}
+            for origin in sources:
+                counts[origin[0]] += 1
+            now = graph._clock()
+            conn.executemany(
+                "INSERT INTO graph_extracted (user_id, agent_id, channel_id, message_key, session_id, message_id,"
+                " memories, extracted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [(*scope_params(graph.scope), keys[i], *_where(session_id, refs[i]), counts[i], now) for i in fresh],
+            )
+    except _AlreadyExtracted:
+        report.skipped, report.refused, report.duplicates = len(messages), 0, 0
+        return report
+    report.memories = stored
+    return report
+
+
+def _where(session_id: str, ref: ArchivedRef | None) -> tuple[str, int | None]:
+    return (ref.session_id, ref.message_id) if ref is not None else (session_id, None)
+
+
+def _said_at(message: Mapping[str, Any], ref: ArchivedRef | None) -> float | None:
+    if ref is not None:
+        return ref.created_at
+    when = message.get("created_at")
+    return float(when) if isinstance(when, (int, float)) and not isinstance(when, bool) else None
+
+
+def _recorded(graph: MemoryGraph, keys: Sequence[str], conn: sqlite3.Connection | None = None) -> set[str]:
+    found: set[str] = set()
+    with graph._lock:
+        db = conn or graph._conn
+        for start in range(0, len(keys), 500):
+            chunk = keys[start : start + 500]
+            found.update(
+                row[0]
+                for row in db.execute(
+                    "SELECT message_key FROM graph_extracted WHERE user_id = ? AND agent_id = ? AND channel_id = ?"
+                    f" AND message_key IN ({', '.join('?' * len(chunk))})",
+                    (*scope_params(graph.scope), *chunk),
+                )
+            )
+    return found
+
+
+def _live_texts(graph: MemoryGraph) -> set[str]:
+    return {_normal(m.content) for m in graph.memories() if not m.superseded}
+
+
+def extracted_from(graph: MemoryGraph, session_id: str) -> set[int]:
+    """Archive message ids of ``session_id`` already extracted in the graph's scope (resuming back-fills)."""
+    with graph._lock:
+        rows = graph._conn.execute(
+            "SELECT message_id FROM graph_extracted WHERE user_id = ? AND agent_id = ? AND channel_id = ?"
+            " AND session_id = ? AND message_id IS NOT NULL",
+            (*scope_params(graph.scope), session_id),
+        ).fetchall()
+    return {r[0] for r in rows}
+
+
+def source_messages(graph: MemoryGraph, memory_ids: Iterable[str]) -> dict[str, list[SourceMessage]]:
+    """Where each of ``memory_ids`` (in the graph's scope) was extracted from; ids with no link are absent."""
+    ids = list(dict.fromkeys(memory_ids))
+    found: dict[str, list[SourceMessage]] = {}
+    if not ids:
+        return found
+    with graph._lock:
+        rows = graph._conn.execute(
+            "SELECT l.memory_id, l.session_id, l.message_id FROM graph_memory_messages l"
+            " JOIN graph_memories m ON m.id = l.memory_id"
+            f" WHERE l.memory_id IN ({', '.join('?' * len(ids))}) AND m.user_id = ? AND m.agent_id = ?"
+            " AND m.channel_id = ? ORDER BY l.message_id",
+            (*ids, *scope_params(graph.scope)),
+        ).fetchall()
+    for memory_id, session_id, message_id in rows:
+        found.setdefault(memory_id, []).append(SourceMessage(session_id, message_id))
+    return found
