@@ -205,9 +205,9 @@ def test_a_replace_whose_old_entry_was_never_mirrored_still_records_the_new_text
     assert [m.content for m in provider.graph.memories()] == ["Monorepo since 2024"]
 
 
-def test_turn_and_compress_hooks_do_nothing_without_an_llm(provider):
-    provider.on_turn_complete("hello", "hi")
-    provider.on_compress([{"role": "user", "content": "remember I like jazz"}], 1)
+def test_a_completed_turn_adds_nothing_and_compression_keeps_only_statements_worth_keeping(provider):
+    provider.on_turn_complete("I like jazz a lot", "hi")
+    provider.on_compress([{"role": "user", "content": "hello there"}, {"role": "user", "content": "ok thanks"}], 1)
     assert provider.graph.memories() == []
 
 
