@@ -112,4 +112,4 @@ def test_limits_must_be_positive(memories: Path) -> None:
 
 def test_each_op_names_its_action() -> None:
     assert (Add("x").action, Replace("a", "b").action, Remove("a").action) == ("add", "replace", "remove")
-    assert [f.name for f in dataclasses.fields(Replace)] == ["old_text", "content"]
+    assert [f.name for f in dataclasses.fields(Replace)] == ["old_text", "content", "entry_id"]

@@ -36,10 +36,14 @@ def test_write_goes_temp_fsync_rename_fsync_directory(memories: Path, monkeypatc
         real_replace(src, dst)
 
     store = loaded(memories)
+    store.apply("memory", Add("first"))  # the history file exists from now on
     monkeypatch.setattr(os, "fsync", observed_fsync)
     monkeypatch.setattr(os, "replace", observed_replace)
     store.apply("memory", Add("durable"))
 
+    history = ("fsync", str(store.history.path.resolve()))
+    assert events[0] == history  # the history record is durable before the file changes
+    del events[0]
     (fsync_temp, temp_path), (rename, names), (fsync_dir, dir_path) = events
     assert (fsync_temp, rename, fsync_dir) == ("fsync", "replace", "fsync")
     temp = Path(temp_path)

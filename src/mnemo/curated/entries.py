@@ -7,9 +7,11 @@ entries free of the delimiter.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 
 ENTRY_DELIMITER = "\n§\n"
+ENTRY_ID_CHARS = 6
 
 _BOM = "\ufeff"
 
@@ -48,3 +50,9 @@ def survives_round_trip(text: str) -> bool:
     delimiters, padding around entries), which the drift guard refuses to do.
     """
     return join_entries(parse_entries(text)) == normalise(text).strip()
+
+
+def entry_id(entry: str) -> str:
+    """A short id for an entry, derived from its text alone: the same entry has the same id in every
+    process and session, and none is ever written to the file (which keeps the Hermes format)."""
+    return hashlib.sha256(entry.encode("utf-8", "surrogatepass")).hexdigest()[:ENTRY_ID_CHARS]

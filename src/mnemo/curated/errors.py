@@ -73,6 +73,29 @@ class NoMatchingEntry(MemoryOpError):
         return self._with_entries()
 
 
+class StaleEntryId(MemoryOpError):
+    """No current entry has this id: the entry was changed or removed since its id was shown."""
+
+    def __init__(self, entry_id: str, **state: Any) -> None:
+        super().__init__(
+            f"no {state['target']} entry has id {entry_id!r} (it was changed or removed since); "
+            "use an id from the current entries",
+            **state,
+        )
+        self.entry_id = entry_id
+
+    def details(self) -> dict[str, Any]:
+        return self._with_entries()
+
+
+class UnknownHistoryRecord(MemoryOpError):
+    """``restore`` was given an id no history record has."""
+
+    def __init__(self, record_id: str, **state: Any) -> None:
+        super().__init__(f"no curated history record has id {record_id!r}; see `mnemo memory history`", **state)
+        self.record_id = record_id
+
+
 class AmbiguousMatch(MemoryOpError):
     """``old_text`` is in several different entries; ``matches`` previews them."""
 

@@ -17,21 +17,23 @@ class Add:
 
 @dataclass(frozen=True)
 class Replace:
-    """Replace the one entry containing ``old_text`` with ``content``."""
+    """Replace the one entry with id ``entry_id`` (when given) or else containing ``old_text`` with ``content``."""
 
     action: ClassVar[str] = "replace"
 
     old_text: str
     content: str
+    entry_id: str | None = None
 
 
 @dataclass(frozen=True)
 class Remove:
-    """Delete the one entry containing ``old_text``."""
+    """Delete the one entry with id ``entry_id`` (when given) or else containing ``old_text``."""
 
     action: ClassVar[str] = "remove"
 
     old_text: str
+    entry_id: str | None = None
 
 
 MemoryOp = Add | Replace | Remove

@@ -10,13 +10,21 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidArgument, check_text, excerpt
 from ..safety.scan import scan
-from .entries import ENTRY_DELIMITER, dedupe, join_entries, joined_length, parse_entries, survives_round_trip
+from .entries import (
+    ENTRY_DELIMITER,
+    dedupe,
+    entry_id,
+    join_entries,
+    joined_length,
+    parse_entries,
+    survives_round_trip,
+)
 from .errors import (
     AmbiguousMatch,
     BlockedContent,
@@ -28,8 +36,11 @@ from .errors import (
     MemoryWriteFailed,
     NoMatchingEntry,
     OverBudget,
+    StaleEntryId,
+    UnknownHistoryRecord,
 )
 from .files import MemoryFile, UnreadableFile, decode
+from .history import CuratedHistory, HistoryRecord
 from .ops import Add, MemoryOp, MemoryOpOutcome, Remove, Replace
 from .render import blocked_placeholder, render_block
 
@@ -71,6 +82,7 @@ class MemoryStore:
                 raise InvalidArgument(name, f"must be a positive integer, got {limit!r}")
         self.directory = Path(directory)
         self._files = {t: MemoryFile(self.directory / FILENAMES[t]) for t in TARGETS}
+        self.history = CuratedHistory(self.directory)
         self._limits = {"memory": memory_char_limit, "user": user_char_limit}
         self._entries: dict[str, tuple[str, ...]] = {t: () for t in TARGETS}
         self._snapshots: dict[str, str | None] = {t: None for t in TARGETS}
@@ -141,11 +153,16 @@ class MemoryStore:
 
     # -- editing ------------------------------------------------------------------------------
 
-    def apply(self, target: str, op: MemoryOp) -> MemoryOpOutcome:
-        """Apply one operation; raise a :class:`MemoryOpError` subclass, writing nothing, on refusal."""
-        return self._edit(check_target(target), [op], batch=False)
+    def apply(self, target: str, op: MemoryOp, *, origin: Mapping[str, Any] | None = None) -> MemoryOpOutcome:
+        """Apply one operation; raise a :class:`MemoryOpError` subclass, writing nothing, on refusal.
 
-    def apply_batch(self, target: str, ops: Sequence[MemoryOp]) -> MemoryOpOutcome:
+        ``origin`` (who asked: ``via``, ``session_id``, ``tool_call_id``...) goes into the history record.
+        """
+        return self._edit(check_target(target), [op], batch=False, origin=origin)
+
+    def apply_batch(
+        self, target: str, ops: Sequence[MemoryOp], *, origin: Mapping[str, Any] | None = None
+    ) -> MemoryOpOutcome:
         """Apply ``ops`` in order as one write: all or nothing, the budget checked on the final state.
 
         A refusal carries ``op_index``, the position of the operation that failed.
@@ -154,7 +171,46 @@ class MemoryStore:
         ops = list(ops)
         if not ops:
             raise InvalidArgument("operations", "must hold at least one operation")
-        return self._edit(target, ops, batch=True)
+        return self._edit(target, ops, batch=True, origin=origin)
+
+    def restore(
+        self, record_id: str, *, whole: bool = False, origin: Mapping[str, Any] | None = None
+    ) -> MemoryOpOutcome:
+        """Bring back what history record ``record_id`` took away, as a new write under the same limit and
+        scan as any other (so it can be refused, with the reason).
+
+        By default the entries that write removed or replaced are added back; with ``whole`` the target
+        is set back to its entries from just before that write.
+        """
+        record = self.history.get(record_id) if isinstance(record_id, str) else None
+        if record is None:
+            raise UnknownHistoryRecord(str(record_id), target="memory")
+        target = record.target
+        current = self._read_current(target)
+        if whole:
+            wanted = set(record.before)
+            ops: list[MemoryOp] = [Remove(e) for e in current if e not in wanted]
+            ops += [Add(e) for e in record.before if e not in current]
+        else:
+            ops = [Add(e) for e in record.removed if e not in current]
+        if not ops:
+            entries = tuple(current)
+            return MemoryOpOutcome(
+                target, "Nothing to restore: those entries are already there.", len(entries),
+                joined_length(entries), self._limits[target],
+            )  # fmt: skip
+        return self._edit(target, ops, batch=True, origin={**(origin or {}), "restored": record.id}, label="restore")
+
+    def recent_removals(self, target: str, limit: int = 10) -> list[HistoryRecord]:
+        """The newest history records of ``target`` that took entries away, newest first."""
+        target = check_target(target)
+        return [r for r in reversed(self.history.records(target)) if r.removed][:limit]
+
+    def _read_current(self, target: str) -> list[str]:
+        try:
+            return dedupe(parse_entries(self._files[target].read_text()))
+        except UnreadableFile as exc:
+            raise self._read_failed(target, exc, self._entries[target]) from exc
 
     # -- per-turn failure count (the tool's retry brake) --------------------------------------
 
@@ -183,7 +239,15 @@ class MemoryStore:
             self._files[target].path, exc.reason, target=target, current_entries=entries, char_limit=self._limits[target]
         )
 
-    def _edit(self, target: str, ops: list[MemoryOp], *, batch: bool) -> MemoryOpOutcome:
+    def _edit(
+        self,
+        target: str,
+        ops: list[MemoryOp],
+        *,
+        batch: bool,
+        origin: Mapping[str, Any] | None = None,
+        label: str | None = None,
+    ) -> MemoryOpOutcome:
         for index, op in enumerate(ops):
             if not isinstance(op, (Add, Replace, Remove)):
                 field = f"operations[{index}]" if batch else "op"
@@ -191,14 +255,16 @@ class MemoryStore:
         file = self._files[target]
         limit = self._limits[target]
         try:
-            return self._edit_locked(target, ops, batch=batch)
+            return self._edit_locked(target, ops, batch=batch, origin=origin, label=label)
         except OSError as exc:
             # Locking, backing up or writing failed: the old file is untouched, and the caller must know.
             raise MemoryWriteFailed(
                 file.path, exc.strerror or str(exc), target=target, current_entries=self._entries[target], char_limit=limit
             ) from exc
 
-    def _edit_locked(self, target: str, ops: list[MemoryOp], *, batch: bool) -> MemoryOpOutcome:
+    def _edit_locked(
+        self, target: str, ops: list[MemoryOp], *, batch: bool, origin: Mapping[str, Any] | None, label: str | None
+    ) -> MemoryOpOutcome:
         file = self._files[target]
         limit = self._limits[target]
         with self._lock, file.locked():
@@ -232,6 +298,9 @@ class MemoryStore:
 
             new_text = join_entries(result)
             if new_text != text:
+                # Recorded first, under the file's lock: what this write overwrites is kept before it is gone.
+                operation = label or (ops[0].action if not batch else "batch")
+                self.history.append(target, operation, current, result, origin)
                 file.write_text(new_text)
             self._entries[target] = tuple(result)
             self._counted_failures = 0
@@ -254,7 +323,10 @@ def _clean_content(content: object, state: dict[str, Any], scan_threshold: float
     return content
 
 
-def _find(working: list[str], old_text: object, state: dict[str, Any]) -> int:
+def _find(working: list[str], op: Replace | Remove, state: dict[str, Any]) -> int:
+    if op.entry_id is not None:
+        return _find_by_id(working, op.entry_id, state)
+    old_text = op.old_text
     if not isinstance(old_text, str):
         raise InvalidArgument("old_text", f"must be a string, got {type(old_text).__name__}")
     old_text = check_text("old_text", old_text).strip()
@@ -271,6 +343,19 @@ def _find(working: list[str], old_text: object, state: dict[str, Any]) -> int:
     return hits[0]
 
 
+def _find_by_id(working: list[str], wanted: object, state: dict[str, Any]) -> int:
+    if not isinstance(wanted, str) or not wanted.strip():
+        raise InvalidArgument("id", "must be a non-empty entry id string")
+    wanted = wanted.strip().lower()
+    hits = [i for i, entry in enumerate(working) if entry_id(entry) == wanted]
+    if not hits:
+        raise StaleEntryId(wanted, **state)
+    distinct = dedupe(working[i] for i in hits)
+    if len(distinct) > 1:
+        raise AmbiguousMatch(wanted, distinct, **state)
+    return hits[0]
+
+
 def _apply_one(working: list[str], op: MemoryOp, state: dict[str, Any], scan_threshold: float | None) -> str:
     if isinstance(op, Add):
         content = _clean_content(op.content, state, scan_threshold)
@@ -280,7 +365,7 @@ def _apply_one(working: list[str], op: MemoryOp, state: dict[str, Any], scan_thr
         return "Entry added."
     if isinstance(op, Replace):
         content = _clean_content(op.content, state, scan_threshold)
-        working[_find(working, op.old_text, state)] = content
+        working[_find(working, op, state)] = content
         return "Entry replaced."
-    del working[_find(working, op.old_text, state)]
+    del working[_find(working, op, state)]
     return "Entry removed."
