@@ -316,3 +316,12 @@ def test_a_plain_turn_is_archived_as_its_two_messages(tmp_path):
         _wait_for(lambda: len(archive.messages("s1")), 2)
         stored = [(m.role, m.content) for m in archive.messages("s1")]
     assert stored == [("user", "deploy?"), ("assistant", "Fridays.")]
+
+
+def test_a_tool_edit_is_recorded_with_its_session_and_tool_call_id(tmp_path):
+    from mnemo import AgentMemory
+
+    with AgentMemory.open("session-h", home=tmp_path) as memory:
+        memory.handle_tool_call("memory", {"action": "add", "target": "memory", "content": "uses uv"}, tool_call_id="call-7")
+        [record] = memory.store.history.records()
+    assert record.origin == {"via": "tool", "tool_call_id": "call-7", "session_id": "session-h"}

@@ -28,9 +28,9 @@ from typing import Any
 from .agent_api import TypedMemoryAPI, async_twin
 from .config import Settings, load_settings
 from .curated import TARGETS, MemoryStore
-from .curated.entries import joined_length
+from .curated.entries import entry_id, joined_length
 from .curated.errors import BlockedContent, MemoryOpError
-from .curated.ops import MemoryOpOutcome
+from .curated.ops import MemoryOp, MemoryOpOutcome
 from .curated.store import check_target
 from .degraded import Degradation, unavailable_result
 from .embeddings import named_embedder
@@ -52,6 +52,7 @@ from .tools.memory import (
     MEMORY_TOOL_SCHEMA,
     MemoryCall,
     apply_memory_call,
+    memory_history_result,
     memory_refusal,
     memory_result,
     parse_memory_call,
@@ -335,20 +336,21 @@ class AgentMemory(TypedMemoryAPI):
             api_messages[-1] = {**current, "content": inject_memory_context(current["content"], block)}
         return api_messages
 
-    def handle_tool_call(self, name: str, arguments: Any) -> str:
+    def handle_tool_call(self, name: str, arguments: Any, *, tool_call_id: str | None = None) -> str:
         """Run tool ``name`` (``memory`` or a provider's); ``arguments`` is a dict or JSON string.
 
         Always returns a JSON string, whatever the arguments: a refusal names the field at fault and
-        changes nothing.
+        changes nothing. ``tool_call_id`` (the model's id for the call) is kept in the curated history of
+        what the call changed.
         """
         self._require_session()
         try:
-            return self._handle_tool_call(name, arguments)
+            return self._handle_tool_call(name, arguments, tool_call_id)
         except Exception as exc:  # noqa: BLE001 - the model must get an answer, never an exception
             log.exception("tool %s failed unexpectedly", excerpt(name))
             return failure(f"tool {excerpt(name)} failed: {type(exc).__name__} (see the log)")
 
-    def _handle_tool_call(self, name: str, arguments: Any) -> str:
+    def _handle_tool_call(self, name: str, arguments: Any, tool_call_id: str | None) -> str:
         if name in self._unavailable:
             return unavailable_result(name, self._unavailable[name][0])
         if name != _TOOL_NAME:
@@ -357,22 +359,26 @@ class AgentMemory(TypedMemoryAPI):
             call = parse_memory_call(arguments)
         except InvalidArgument as exc:
             return refusal(exc)
+        if call.history:
+            return memory_history_result(self.store, call.target)
         try:
-            outcome = self._edit_curated(call)
+            outcome = self._edit_curated(call, {"via": "tool", "tool_call_id": tool_call_id})
         except (InvalidArgument, MemoryOpError) as exc:
             return memory_refusal(self.store, call, exc)
         return memory_result(outcome)
 
-    def _edit_curated(self, call: MemoryCall) -> MemoryOpOutcome:
+    def _edit_curated(self, call: MemoryCall, origin: dict[str, Any]) -> MemoryOpOutcome:
         """Apply a curated edit (the ``memory`` tool and :meth:`curated_edit` both come here) and mirror
         each accepted operation to the providers."""
         self._require_session()
+        before = self.store.entries(check_target(call.target))
         if self.registry.suppresses_local_writes(call.target):
             outcome = self._delegated_write(call)
         else:
-            outcome = apply_memory_call(self.store, call)
+            origin = {k: v for k, v in {**origin, "session_id": self._session_key}.items() if v is not None}
+            outcome = apply_memory_call(self.store, call, origin=origin)
         for op in call.operations:
-            self.registry.on_memory_write(op.action, call.target, getattr(op, "content", ""), getattr(op, "old_text", None))
+            self.registry.on_memory_write(op.action, call.target, getattr(op, "content", ""), _old_text(op, before))
         return outcome
 
     def _delegated_write(self, call: MemoryCall) -> MemoryOpOutcome:
@@ -390,6 +396,7 @@ class AgentMemory(TypedMemoryAPI):
             entry_count=len(entries),
             used_chars=joined_length(entries),
             char_limit=self.store.char_limit(target),
+            entries=entries,
         )
 
     aprepare_messages = async_twin(prepare_messages)
@@ -460,3 +467,11 @@ class AgentMemory(TypedMemoryAPI):
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def _old_text(op: MemoryOp, before: Sequence[str]) -> str | None:
+    """The text an edit aimed at, for providers mirroring it: the entry its id named, else its old_text."""
+    wanted = getattr(op, "entry_id", None)
+    if wanted is not None:
+        return next((entry for entry in before if entry_id(entry) == wanted.strip().lower()), None)
+    return getattr(op, "old_text", None)

@@ -72,7 +72,7 @@ class TypedMemoryAPI:
     def _require_session(self) -> None:
         raise NotImplementedError
 
-    def _edit_curated(self, call: MemoryCall) -> MemoryOpOutcome:
+    def _edit_curated(self, call: MemoryCall, origin: dict[str, Any]) -> MemoryOpOutcome:
         raise NotImplementedError
 
     def _graph(self) -> MemoryGraph:
@@ -165,7 +165,7 @@ class TypedMemoryAPI:
         bad = next((op for op in operations if not hasattr(op, "action")), None)
         if bad is not None:
             raise InvalidArgument("operations", f"must be Add, Replace or Remove, got {type(bad).__name__}")
-        return self._edit_curated(MemoryCall(target, tuple(operations), batch=len(operations) > 1))
+        return self._edit_curated(MemoryCall(target, tuple(operations), batch=len(operations) > 1), {"via": "api"})
 
     # -- async twins --------------------------------------------------------------------------
 

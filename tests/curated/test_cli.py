@@ -98,3 +98,34 @@ def test_home_comes_from_mnemo_home(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 def test_limits_come_from_settings(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MNEMO_MEMORY_CHAR_LIMIT", "5")
     assert run(home, "add", "too long for five") == 1
+
+
+def test_history_lists_writes_and_restore_brings_an_entry_back(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run(home, "add", "uses zsh")
+    run(home, "remove", "zsh")
+    capsys.readouterr()
+    assert run(home, "history", "--json") == 0
+    records = json.loads(capsys.readouterr().out)["records"]
+    assert [r["operation"] for r in records] == ["add", "remove"]
+    assert records[1]["removed"] == ["uses zsh"] and records[1]["origin"] == {"via": "cli"}
+    assert run(home, "restore", records[1]["id"]) == 0
+    capsys.readouterr()
+    run(home, "show", "--json")
+    assert json.loads(capsys.readouterr().out)["memory"]["entries"] == ["uses zsh"]
+
+
+def test_remove_by_id_from_show(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run(home, "add", "alpha entry")
+    run(home, "add", "beta entry")
+    capsys.readouterr()
+    run(home, "show", "--json")
+    ids = json.loads(capsys.readouterr().out)["memory"]["ids"]
+    assert run(home, "remove", "--id", ids[1]) == 0
+    capsys.readouterr()
+    run(home, "show", "--json")
+    assert json.loads(capsys.readouterr().out)["memory"]["entries"] == ["alpha entry"]
+
+
+def test_restore_refused_with_its_reason(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(home, "restore", "h12345678") == 1
+    assert "no curated history record" in capsys.readouterr().err

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from mnemo import MEMORY_TOOL_SCHEMA, MemoryStore, handle_memory_call
+from mnemo.curated.entries import entry_id
 
 from .conftest import loaded, seed
 
@@ -23,21 +24,23 @@ def test_schema_is_an_openai_function_with_target_required() -> None:
     parameters = function["parameters"]
     assert parameters["type"] == "object" and parameters["required"] == ["target"]
     assert parameters["properties"]["target"]["enum"] == ["memory", "user"]
-    assert parameters["properties"]["action"]["enum"] == ["add", "replace", "remove"]
-    assert {"content", "old_text"} <= set(parameters["properties"])
+    assert parameters["properties"]["action"]["enum"] == ["add", "replace", "remove", "history"]
+    assert {"content", "old_text", "id"} <= set(parameters["properties"])
     operations = parameters["properties"]["operations"]
     assert operations["type"] == "array"
-    assert set(operations["items"]["properties"]) == {"action", "content", "old_text"}
+    assert set(operations["items"]["properties"]) == {"action", "content", "old_text", "id"}
+    assert operations["items"]["properties"]["action"]["enum"] == ["add", "replace", "remove"]
     json.dumps(MEMORY_TOOL_SCHEMA)
 
 
-def test_success_reports_target_usage_count_and_message(store: MemoryStore) -> None:
+def test_success_reports_target_usage_count_message_and_entries_with_ids(store: MemoryStore) -> None:
     assert call(store, action="add", target="user", content="name is Ada") == {
         "success": True,
         "target": "user",
         "usage": "0% — 11/1,375 chars",
         "entry_count": 1,
         "message": "Entry added.",
+        "entries": [{"id": entry_id("name is Ada"), "text": "name is Ada"}],
     }
 
 
@@ -181,3 +184,30 @@ def test_a_call_can_be_parsed_first_and_executed_later(store: MemoryStore) -> No
     assert (call.target, call.batch, [op.action for op in call.operations]) == ("user", True, ["add"])
     assert json.loads(execute_memory_call(store, call))["success"] is True
     assert store.entries("user") == ("likes tea",)
+
+
+def test_replace_and_remove_aim_by_id_without_old_text(store: MemoryStore) -> None:
+    added = call(store, action="add", target="memory", content="deploys go through ArgoCD")
+    [shown] = added["entries"]
+    replaced = call(store, action="replace", target="memory", id=shown["id"], content="deploys go through Flux")
+    assert replaced["success"] is True and [e["text"] for e in replaced["entries"]] == ["deploys go through Flux"]
+    assert call(store, action="remove", target="memory", id=replaced["entries"][0]["id"])["entries"] == []
+
+
+def test_a_stale_id_fails_closed_with_the_current_entries(store: MemoryStore) -> None:
+    call(store, action="add", target="memory", content="first wording")
+    stale = entry_id("first wording")
+    call(store, action="replace", target="memory", old_text="first", content="second wording")
+    result = call(store, action="remove", target="memory", id=stale)
+    assert result["success"] is False and "id" in result["error"]
+    assert result["current_entries"] == ["second wording"]
+
+
+def test_history_lists_recent_removals_so_the_model_can_undo(store: MemoryStore) -> None:
+    call(store, action="add", target="user", content="prefers dark mode")
+    call(store, action="remove", target="user", old_text="dark")
+    result = call(store, action="history", target="user")
+    assert result["success"] is True
+    [removal] = result["removals"]
+    assert removal["removed"] == ["prefers dark mode"] and removal["operation"] == "remove"
+    assert result["entries"] == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mnemo.archive import SessionArchive
-from mnemo.graph import MemoryGraph, MemoryType
+from mnemo.graph import MemoryType
 from mnemo.graph.extract_rules import Candidate, classify, extract, third_person
 from mnemo.graph.extraction import extract_messages, extracted_from, source_messages
 from mnemo.providers import GraphProvider

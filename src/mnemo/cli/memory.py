@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..curated.entries import joined_length
+from ..curated.entries import entry_id, joined_length
 from ..curated.ops import Add, MemoryOp, MemoryOpOutcome, Remove, Replace, usage_text
 from ..curated.store import TARGETS, MemoryStore
-from ._output import lines, print_json
+from ._output import CliError, lines, print_json, print_table
 from ._settings import settings_for
+
+_CLI = {"via": "cli"}
 
 
 def _store(args: argparse.Namespace) -> MemoryStore:
@@ -29,6 +31,7 @@ def _show(args: argparse.Namespace) -> int:
             "path": str(store.path(target)),
             "usage": usage_text(joined_length(entries), store.char_limit(target)),
             "entries": list(entries),
+            "ids": [entry_id(e) for e in entries],
             "read_error": str(failure) if failure else None,
         }
     if args.json:
@@ -40,7 +43,7 @@ def _show(args: argparse.Namespace) -> int:
             lines([f"  unreadable: {shown['read_error']}"])
         for number, entry in enumerate(shown["entries"], 1):
             first, *rest = entry.splitlines()
-            lines([f"  {number}. {first}", *(f"     {line}" for line in rest)])
+            lines([f"  {number}. [{entry_id(entry)}] {first}", *(f"     {line}" for line in rest)])
     return 0
 
 
@@ -54,9 +57,12 @@ def _snapshot(args: argparse.Namespace) -> int:
     return 0
 
 
-def _edit(args: argparse.Namespace, op: MemoryOp) -> int:
+def _edit(args: argparse.Namespace, op: MemoryOp | None) -> int:
     store = _store(args)
-    outcome: MemoryOpOutcome = store.apply(args.target, op)
+    if op is None:
+        outcome: MemoryOpOutcome = store.restore(args.record, whole=args.whole, origin=_CLI)
+    else:
+        outcome = store.apply(args.target, op, origin=_CLI)
     if args.json:
         print_json(
             {
@@ -70,6 +76,28 @@ def _edit(args: argparse.Namespace, op: MemoryOp) -> int:
     else:
         lines([f"{outcome.message} {outcome.target}: {outcome.entry_count} entries [{outcome.usage}]"])
     return 0
+
+
+def _history(args: argparse.Namespace) -> int:
+    store = MemoryStore.from_settings(settings_for(args))
+    if args.target is not None and args.target not in TARGETS:
+        raise CliError(f"--target must be 'memory' or 'user', got {args.target!r}")
+    records = [r.as_dict() for r in store.history.records(args.target)]
+    if args.json:
+        print_json({"records": records})
+        return 0
+    rows = [
+        {**r, "removed": " | ".join(r["removed"]), "added": " | ".join(r["added"]), "via": r["origin"].get("via", "")}
+        for r in records
+    ]
+    print_table(rows, ["id", "time", "target", "operation", "removed", "added", "via"], title="curated history")
+    return 0
+
+
+def _old_text(args: argparse.Namespace) -> str:
+    if args.id is None and args.old_text is None:
+        raise CliError("give OLD (a substring of one entry) or --id")
+    return args.old_text or ""
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
@@ -93,13 +121,26 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     add.add_argument("content", help="the entry text")
     add.set_defaults(handler=lambda args: _edit(args, Add(args.content)))
 
-    replace = actions.add_parser("replace", parents=[common], help="replace the entry containing OLD")
+    replace = actions.add_parser("replace", parents=[common], help="replace the entry containing OLD (or --id)")
     replace.add_argument("--target", default="memory", help=target_help)
-    replace.add_argument("old_text", metavar="OLD", help="a substring of exactly one entry")
+    replace.add_argument("--id", help="the entry's id (from `show`); used before OLD")
+    replace.add_argument("old_text", metavar="OLD", nargs="?", help="a substring of exactly one entry")
     replace.add_argument("content", metavar="NEW", help="the new entry text")
-    replace.set_defaults(handler=lambda args: _edit(args, Replace(args.old_text, args.content)))
+    replace.set_defaults(handler=lambda args: _edit(args, Replace(_old_text(args), args.content, entry_id=args.id)))
 
-    remove = actions.add_parser("remove", parents=[common], help="remove the entry containing OLD")
+    remove = actions.add_parser("remove", parents=[common], help="remove the entry containing OLD (or --id)")
     remove.add_argument("--target", default="memory", help=target_help)
-    remove.add_argument("old_text", metavar="OLD", help="a substring of exactly one entry")
-    remove.set_defaults(handler=lambda args: _edit(args, Remove(args.old_text)))
+    remove.add_argument("--id", help="the entry's id (from `show`); used before OLD")
+    remove.add_argument("old_text", metavar="OLD", nargs="?", help="a substring of exactly one entry")
+    remove.set_defaults(handler=lambda args: _edit(args, Remove(_old_text(args), entry_id=args.id)))
+
+    history = actions.add_parser("history", parents=[common], help="list every curated write, with ids to restore")
+    history.add_argument("--target", help="only this store: memory or user")
+    history.set_defaults(handler=_history)
+
+    restore = actions.add_parser(
+        "restore", parents=[common], help="add back what history record ID removed (a new write: limit and scan apply)"
+    )
+    restore.add_argument("record", metavar="ID", help="a history record id (from `history`)")
+    restore.add_argument("--whole", action="store_true", help="set the store back to its entries before that write")
+    restore.set_defaults(handler=lambda args: _edit(args, None))

@@ -54,6 +54,7 @@ class MemoryOpOutcome:
     entry_count: int
     used_chars: int
     char_limit: int
+    entries: tuple[str, ...] = ()
 
     @property
     def usage(self) -> str:

@@ -197,7 +197,7 @@ class MemoryStore:
             entries = tuple(current)
             return MemoryOpOutcome(
                 target, "Nothing to restore: those entries are already there.", len(entries),
-                joined_length(entries), self._limits[target],
+                joined_length(entries), self._limits[target], entries,
             )  # fmt: skip
         return self._edit(target, ops, batch=True, origin={**(origin or {}), "restored": record.id}, label="restore")
 
@@ -305,7 +305,7 @@ class MemoryStore:
             self._entries[target] = tuple(result)
             self._counted_failures = 0
         message = messages[0] if not batch else f"Applied {len(ops)} operations: " + " ".join(messages)
-        return MemoryOpOutcome(target, message, len(result), needed, limit)
+        return MemoryOpOutcome(target, message, len(result), needed, limit, tuple(result))
 
 
 def _clean_content(content: object, state: dict[str, Any], scan_threshold: float | None) -> str:

@@ -21,9 +21,9 @@ from ..database import database_path, refuse_old_config_key
 from ..embeddings import named_embedder
 from ..errors import ConfigError, MnemoError
 from ..graph.bulletin import session_bulletin, synthesize_with
-from ..graph.maintenance import SESSION_BUDGET, maintain
 from ..graph.extract_rules import extract as extract_by_rules
 from ..graph.extraction import Extractor, extract_messages
+from ..graph.maintenance import SESSION_BUDGET, maintain
 from ..graph.migrate_curated import TARGET_TYPES, curated_source, import_curated
 from ..graph.store import MemoryGraph
 from ..graph.types import Memory, MemoryType, Scope

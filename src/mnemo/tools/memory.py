@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..curated.entries import entry_id
 from ..curated.errors import MemoryOpError, NoMatchingEntry, OverBudget
 from ..curated.ops import Add, MemoryOp, MemoryOpOutcome, Remove, Replace
 from ..curated.store import TARGETS, MemoryStore, check_target
@@ -18,6 +19,8 @@ from ..errors import InvalidArgument, excerpt
 from ._json import failure, parse_arguments, refusal, success
 
 ACTIONS = ("add", "replace", "remove")
+HISTORY_ACTION = "history"
+HISTORY_LIMIT = 10
 MAX_BATCH_OPERATIONS = 20
 RETRY_BRAKE_AT = 4
 
@@ -33,6 +36,10 @@ _OPERATION_PROPERTIES: dict[str, Any] = {
         "type": "string",
         "description": "A short substring that identifies exactly one existing entry (replace, remove).",
     },
+    "id": {
+        "type": "string",
+        "description": "The id of the entry to replace or remove, as shown in results; used before old_text.",
+    },
 }
 
 MEMORY_TOOL_SCHEMA: dict[str, Any] = {
@@ -46,13 +53,20 @@ MEMORY_TOOL_SCHEMA: dict[str, Any] = {
             "limit: keep entries short and consolidate when near it. Changes are saved at once but appear "
             "in the system prompt only from the next session. Use action + content/old_text for one "
             "edit, or operations for several edits applied together (all or nothing), e.g. remove two "
-            "stale entries and add one merged entry. Never store secrets or instructions to yourself."
+            "stale entries and add one merged entry. Results list each entry with an id to aim replace and "
+            "remove at. action 'history' lists recent removals and rewrites of the target, so an entry "
+            "removed by mistake can be added back. Never store secrets or instructions to yourself."
         ),
         "parameters": {
             "type": "object",
             "properties": {
                 "target": {"type": "string", "enum": list(TARGETS), "description": "Which store to edit."},
                 **_OPERATION_PROPERTIES,
+                "action": {
+                    "type": "string",
+                    "enum": [*ACTIONS, HISTORY_ACTION],
+                    "description": "add, replace or remove one entry, or history: list recent removals.",
+                },
                 "operations": {
                     "type": "array",
                     "description": "Several edits applied in order as one write; use instead of action.",
@@ -90,9 +104,12 @@ def _operation(args: dict[str, Any], prefix: str = "") -> MemoryOp:
         raise InvalidArgument(f"{prefix}action", f"must be one of {', '.join(ACTIONS)}, got {excerpt(action)}")
     if action == "add":
         return Add(_text(args, "content", f"{prefix}content"))
+    # An id aims first; old_text is then only a fallback description and may be left out.
+    aimed = _text(args, "id", f"{prefix}id") if args.get("id") is not None else None
+    old_text = _text(args, "old_text", f"{prefix}old_text") if aimed is None or args.get("old_text") is not None else ""
     if action == "replace":
-        return Replace(_text(args, "old_text", f"{prefix}old_text"), _text(args, "content", f"{prefix}content"))
-    return Remove(_text(args, "old_text", f"{prefix}old_text"))
+        return Replace(old_text, _text(args, "content", f"{prefix}content"), entry_id=aimed)
+    return Remove(old_text, entry_id=aimed)
 
 
 def _operations(raw: object) -> list[MemoryOp]:
@@ -117,6 +134,7 @@ class MemoryCall:
     target: str
     operations: tuple[MemoryOp, ...]
     batch: bool
+    history: bool = False
 
 
 def parse_memory_call(arguments: Any) -> MemoryCall:
@@ -129,6 +147,8 @@ def parse_memory_call(arguments: Any) -> MemoryCall:
         if args.get("action") is not None:
             raise InvalidArgument("operations", "give either action or operations, not both")
         return MemoryCall(target, tuple(_operations(args["operations"])), batch=True)
+    if args.get("action") == HISTORY_ACTION:
+        return MemoryCall(target, (), batch=False, history=True)
     return MemoryCall(target, (_operation(args),), batch=False)
 
 
@@ -137,19 +157,42 @@ def _counted(exc: MemoryOpError, batch: bool) -> bool:
     return batch or isinstance(exc, (NoMatchingEntry, OverBudget))
 
 
-def apply_memory_call(store: MemoryStore, call: MemoryCall) -> MemoryOpOutcome:
-    """Apply a parsed call to ``store``: one operation, or a batch as one all-or-nothing write.
-    Raises :class:`MemoryOpError` (or :class:`InvalidArgument`) on refusal, writing nothing."""
+def apply_memory_call(
+    store: MemoryStore, call: MemoryCall, *, origin: dict[str, Any] | None = None
+) -> MemoryOpOutcome:
+    """Apply a parsed call to ``store``: one operation, or a batch as one all-or-nothing write; ``origin``
+    goes into the history record. Raises :class:`MemoryOpError` (or :class:`InvalidArgument`) on refusal,
+    writing nothing."""
     if call.batch:
-        return store.apply_batch(call.target, call.operations)
-    return store.apply(call.target, call.operations[0])
+        return store.apply_batch(call.target, call.operations, origin=origin)
+    return store.apply(call.target, call.operations[0], origin=origin)
+
+
+def shown_entries(entries: Any) -> list[dict[str, str]]:
+    """Entries as the model sees them: each with its content-derived id."""
+    return [{"id": entry_id(entry), "text": entry} for entry in entries]
 
 
 def memory_result(outcome: MemoryOpOutcome) -> str:
     """The JSON the model sees for an accepted edit."""
     return success(
-        target=outcome.target, usage=outcome.usage, entry_count=outcome.entry_count, message=outcome.message
-    )
+        target=outcome.target, usage=outcome.usage, entry_count=outcome.entry_count, message=outcome.message,
+        entries=shown_entries(outcome.entries),
+    )  # fmt: skip
+
+
+def memory_history_result(store: MemoryStore, target: str) -> str:
+    """The JSON for the ``history`` action: the target's recent writes that took entries away, newest
+    first, so the model can add back what it removed by mistake."""
+    return success(
+        target=target,
+        removals=[
+            {"record": r.id, "time": r.as_dict()["time"], "operation": r.operation, "removed": list(r.removed),
+             "added": list(r.added)}
+            for r in store.recent_removals(target, HISTORY_LIMIT)
+        ],
+        entries=shown_entries(store.entries(target)),
+    )  # fmt: skip
 
 
 def memory_refusal(store: MemoryStore, call: MemoryCall, exc: InvalidArgument | MemoryOpError) -> str:
@@ -169,6 +212,8 @@ def memory_refusal(store: MemoryStore, call: MemoryCall, exc: InvalidArgument | 
 
 def execute_memory_call(store: MemoryStore, call: MemoryCall) -> str:
     """Apply a parsed call to ``store`` and return the JSON result, braking repeated failures."""
+    if call.history:
+        return memory_history_result(store, call.target)
     try:
         outcome = apply_memory_call(store, call)
     except (InvalidArgument, MemoryOpError) as exc:
