@@ -110,6 +110,9 @@ class Settings(BaseModel):
     archive_embedder: Literal["minilm", "none"] = "none"
     # Start even when mnemo's database cannot be opened, without the archive and graph (see mnemo.degraded).
     allow_degraded: bool = False
+    # How the graph turns messages discarded by compression into memories: "rules" (deterministic, no
+    # LLM) or "llm" (the configured model, falling back to the rules on any failure).
+    graph_extractor: Literal["rules", "llm"] = "rules"
 
     # optional LLM (OpenAI-compatible chat completions); never called unless configured and asked for
     llm_base_url: str | None = None

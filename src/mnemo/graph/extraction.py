@@ -53,14 +53,13 @@ class SourceMessage:
 @dataclass(slots=True)
 class ExtractionReport:
     """What one extraction did: messages looked at and skipped (extracted before), memories written,
-    candidates refused by the scan and dropped as duplicates, and extractor failures (fallbacks)."""
+    candidates refused by the scan and dropped as duplicates."""
 
     messages: int = 0
     skipped: int = 0
     memories: list[Memory] = field(default_factory=list)
     refused: int = 0
     duplicates: int = 0
-    failures: int = 0
 
     def add(self, other: ExtractionReport) -> None:
         """Fold ``other`` into this report."""
@@ -69,7 +68,6 @@ class ExtractionReport:
         self.memories.extend(other.memories)
         self.refused += other.refused
         self.duplicates += other.duplicates
-        self.failures += other.failures
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready summary."""
@@ -79,7 +77,6 @@ class ExtractionReport:
             "memories": len(self.memories),
             "refused": self.refused,
             "duplicates": self.duplicates,
-            "failures": self.failures,
         }
 
 

@@ -86,6 +86,7 @@ class GraphProvider:
         self._bulletin = ""
         self._session_key: str | None = None
         self._extractor: Extractor = extract_by_rules
+        self._owned_llm: Any = None
 
     @classmethod
     def from_settings(
@@ -116,6 +117,8 @@ class GraphProvider:
             "memories_dir": str(settings.memories_dir),
             "scan_threshold": settings.scan_threshold,
         }
+        if settings.graph_extractor == "llm":
+            provider._extractor, provider._owned_llm = _llm_extractor(settings)
         # The settings' scope is the whole AgentMemory's (the archive's too): a provider table cannot split it.
         provider._scope = settings.scope
         if callable(frozen_entries):
@@ -312,7 +315,14 @@ class GraphProvider:
         self.graph.remember(content, MemoryType.EVENT, source=DELEGATION_SOURCE)
 
     def shutdown(self) -> None:
-        """Close the graph if this provider opened it; idempotent, never raises."""
+        """Close the graph (and LLM client) if this provider opened them; idempotent, never raises."""
+        with self._lock:
+            llm, self._owned_llm = self._owned_llm, None
+        if llm is not None:
+            try:
+                llm.close()
+            except Exception:  # shutdown must never raise
+                log.exception("graph: error while closing the extraction LLM client")
         with self._lock:
             if not self._owns_graph or self._graph is None:
                 return
@@ -321,6 +331,20 @@ class GraphProvider:
             graph.close()
         except Exception:  # shutdown must never raise
             log.exception("graph: error while closing")
+
+
+def _llm_extractor(settings: Settings) -> tuple[Extractor, Any]:
+    """The LLM extractor on the configured model, bounded well inside the compression deadline; the
+    deterministic extractor (and a warning) when no model is configured."""
+    from ..graph.extract_llm import LLMExtractor
+    from ..llm import LLMNotConfigured, OpenAICompatibleLLM
+
+    try:
+        llm = OpenAICompatibleLLM.from_settings(settings, max_retries=0)
+    except LLMNotConfigured as exc:
+        log.warning("graph: graph_extractor is 'llm' but %s; extracting by rules", exc)
+        return extract_by_rules, None
+    return LLMExtractor(llm, deadline=settings.compress_timeout * 0.8), llm
 
 
 def _context_line(memory: Memory, status: str | None = None) -> str:
