@@ -76,11 +76,35 @@ def _embedder(enabled: bool):
     return MiniLMEmbedder()
 
 
+def remember_turns(
+    view: MemoryGraph, key: str, turns: list[dict], when: float | None, clock: _Clock
+) -> tuple[dict[str, str], int, int]:
+    """Each turn of one session as an ``event`` memory dated in order from ``when``: ``(dia id by memory id,
+    turns stored with invisible characters removed, turns skipped)``."""
+    dia_of: dict[str, str] = {}
+    cleaned = skipped = 0
+    for index, turn in enumerate(turns):
+        clock.now = (when or 0.0) + index  # keeps the turns of a session in order
+        text, speaker = _turn_text(turn), str(turn.get("speaker", ""))
+        try:
+            memory = view.remember(text, "event", source=key, subject=speaker)
+        except BlockedContent:
+            try:
+                memory = view.remember(_visible(text), "event", source=key, subject=speaker)
+                cleaned += 1
+            except BlockedContent:
+                skipped += 1
+                continue
+        dia_of[memory.id] = str(turn.get("dia_id"))
+    return dia_of, cleaned, skipped
+
+
 def _ask(view: MemoryGraph, dia_of: dict[str, str], scores: _Scores, category, evidence, question: str) -> None:
     t0 = time.perf_counter()
     results = view.recall(question, limit=RECALL_LIMIT, touch=False)
     ms = (time.perf_counter() - t0) * 1000
-    turns = [dia_of[r.memory.id] for r in results if r.memory.id in dia_of]
+    # Several memories may stand for one turn (a turn and the memories extracted from it): count it once.
+    turns = list(dict.fromkeys(dia_of[r.memory.id] for r in results if r.memory.id in dia_of))
     scores.add(category, evidence, turns[:10], list(dict.fromkeys(_session_of(d) for d in turns)), ms)
 
 
@@ -106,20 +130,11 @@ def run(data: Path, workdir: Path, *, audit: Path | None, embed: bool, maintain:
             dia_of: dict[str, str] = {}
             started = time.perf_counter()
             for key, turns, when in _sessions(conversation):
-                for index, turn in enumerate(turns):
-                    clock.now = (when or 0.0) + index  # keeps the turns of a session in order
-                    text, speaker = _turn_text(turn), str(turn.get("speaker", ""))
-                    try:
-                        memory = view.remember(text, "event", source=key, subject=speaker)
-                    except BlockedContent:
-                        try:
-                            memory = view.remember(_visible(text), "event", source=key, subject=speaker)
-                            cleaned += 1
-                        except BlockedContent:
-                            skipped += 1
-                            continue
-                    dia_of[memory.id] = str(turn.get("dia_id"))
-                    memories += 1
+                stored, cleaned_here, skipped_here = remember_turns(view, key, turns, when, clock)
+                dia_of.update(stored)
+                memories += len(stored)
+                cleaned += cleaned_here
+                skipped += skipped_here
                 plain.executemany(
                     "INSERT INTO turns(text, dia_id) VALUES (?, ?)", [(_turn_text(t), t.get("dia_id")) for t in turns]
                 )

@@ -1,4 +1,5 @@
-"""``mnemo graph``: add, recall, relate, forget, show, export, import, count, embed, pin and maintain memories from a shell."""
+"""``mnemo graph``: add, recall, relate, forget, show, export, import, count, embed, pin, maintain and extract
+memories from a shell."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from ..archive import SessionArchive
 from ..curated.files import atomic_write
 from ..embeddings import named_embedder
 from ..errors import InvalidArgument
+from ..graph.backfill import archived_sessions, backfill, pending_messages
 from ..graph.bulletin import synthesize_with
 from ..graph.maintenance import maintenance_log
 from ..graph.store import MemoryGraph
@@ -221,6 +223,42 @@ def _maintain(args: argparse.Namespace) -> int:
     return 0
 
 
+def _extract(args: argparse.Namespace) -> int:
+    settings = settings_for(args)
+    if args.llm:
+        # Imported here: only --llm needs the OpenAI client.
+        from ..graph.extract_llm import LLMExtractor
+        from ..llm.openai_compatible import OpenAICompatibleLLM
+
+        llm = OpenAICompatibleLLM.from_settings(settings)  # LLMNotConfigured names what is missing
+        extractor: Any = LLMExtractor(llm, deadline=settings.llm_timeout * 3)
+    else:
+        llm, extractor = None, None
+    try:
+        with _graph(args) as graph, SessionArchive(settings.database_path, scope=settings.scope) as archive:
+            if args.session:
+                missing = [s for s in args.session if archive.get_session(s) is None]
+                if missing:
+                    raise CliError(f"no archived session {missing[0]!r} in this scope", session=missing[0])
+                sessions = list(dict.fromkeys(args.session))
+            else:
+                sessions = list(archived_sessions(archive))
+            options = {"extractor": extractor} if extractor is not None else {}
+            with progress(pending_messages(graph, archive, sessions), "extracting memories") as advance:
+                report = backfill(graph, archive, sessions, advance=advance, **options)
+    finally:
+        if llm is not None:
+            llm.close()
+    summary = {"sessions": len(sessions), **report.as_dict()}
+    if extractor is not None:
+        summary["llm_failures"], summary["llm_fallbacks"] = extractor.failures, extractor.fallbacks
+    if args.json:
+        print_json(summary)
+        return 0
+    print_table([{"": key, "count": value} for key, value in summary.items()], ["", "count"], title="extraction")
+    return 0
+
+
 def _export(args: argparse.Namespace) -> int:
     # Without --format: JSON for a .json file, or for --json alone (with --output, --json only makes the
     # report JSON); Markdown otherwise.
@@ -394,6 +432,19 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     maintain = actions.add_parser("maintain", parents=parents, help="run a maintenance pass now: decay, prune, link, merge")
     maintain.add_argument("--dry-run", action="store_true", help="report what a pass would do; change nothing")
     maintain.set_defaults(handler=_maintain)
+
+    extract = actions.add_parser(
+        "extract", parents=parents, help="turn archived sessions into typed memories (resumable)",
+        description="Run extraction over archived messages that were never extracted (sessions from before "
+        "extraction existed, or imported): the deterministic extractor, or the configured model with --llm. "
+        "Each batch is saved as it is done and a message is never extracted twice, so an interrupted run "
+        "loses nothing and the next one goes on.",
+    )  # fmt: skip
+    which = extract.add_mutually_exclusive_group(required=True)
+    which.add_argument("--session", action="append", metavar="ID", help="this session (repeatable)")
+    which.add_argument("--all", action="store_true", help="every archived session of this scope")
+    extract.add_argument("--llm", action="store_true", help="extract with the configured model (falls back to the rules)")
+    extract.set_defaults(handler=_extract)
 
     export = actions.add_parser("export", parents=parents, help="write the graph as Markdown or JSON")
     export.add_argument("--format", choices=("markdown", "json"), help="default: json for a .json file or with --json alone, else markdown")

@@ -59,7 +59,11 @@ _RULES: tuple[tuple[MemoryType, re.Pattern[str]], ...] = tuple(
         (
             MemoryType.FACT,
             r"\b(?:i|we) (?:use|have|own|run|work|study|volunteer|teach|play|speak|keep)\b|\bmy \w+(?: \w+)? (?:is|are|was"
-            r"|were|has|have)\b|\bour \w+(?: \w+)? (?:is|are|runs|uses)\b",
+            r"|were|has|have)\b|\bour \w+(?: \w+)? (?:is|are|runs|uses)\b"
+            # the people and animals in someone's life, whatever they are said to do
+            r"|\bmy (?:wife|husband|partner|spouse|boyfriend|girlfriend|fianc[ée]e?|sister|brother|siblings?|mom|mum"
+            r"|mother|dad|father|parents?|son|daughter|kids?|children|family|grandm[ao]|grandmother|grandfather"
+            r"|friends?|best friend|boss|manager|colleagues?|coworkers?|team|dogs?|cats?|pets?)\b",
         ),
     )
 )

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._time import iso
 from ..errors import InvalidArgument
+from .extraction import SourceMessage, source_messages
 from .types import MemoryType
 
 if TYPE_CHECKING:
@@ -28,7 +29,8 @@ class RecalledMemory:
     """One memory found by recall: what it says and what kind it is, how well it matched (``score``, higher
     is better), and what recall knows of it (importance, who it is about, when and where it was written,
     which channels found it, the newer version that supersedes it if any). ``status`` is ``"superseded"`` or
-    ``"disputed"`` when a newer memory (``newer_id``) updates or contradicts it. Times are Unix seconds."""
+    ``"disputed"`` when a newer memory (``newer_id``) updates or contradicts it. ``said_in`` are the archived
+    messages an extracted memory came from (empty for one written directly). Times are Unix seconds."""
 
     id: str
     content: str
@@ -42,9 +44,10 @@ class RecalledMemory:
     superseded_by: str | None = None
     status: str | None = None
     newer_id: str | None = None
+    said_in: tuple[SourceMessage, ...] = ()
 
     @classmethod
-    def from_result(cls, result: RecallResult) -> RecalledMemory:
+    def from_result(cls, result: RecallResult, said_in: Iterable[SourceMessage] = ()) -> RecalledMemory:
         """The record of one graph recall result."""
         memory = result.memory
         return cls(
@@ -60,6 +63,7 @@ class RecalledMemory:
             superseded_by=memory.superseded_by,
             status=result.status,
             newer_id=result.newer_id,
+            said_in=tuple(said_in),
         )
 
     def as_tool_dict(self) -> dict[str, Any]:
@@ -81,6 +85,9 @@ class RecalledMemory:
             # "superseded" or "disputed": a newer memory (``newer``) says otherwise; trust that one.
             item["status"] = self.status
             item["newer"] = self.newer_id
+        if self.said_in:
+            # Where it was said, for session_search to show the turn itself.
+            item["said_in"] = [source.as_dict() for source in self.said_in]
         return item
 
 
@@ -113,4 +120,5 @@ def recall_memories(
         query, limit=limit, types=list(types) if types is not None else None, since=since, until=until,
         include_superseded=include_history,
     )  # fmt: skip
-    return [RecalledMemory.from_result(result) for result in results]
+    sources = source_messages(graph, [result.memory.id for result in results])
+    return [RecalledMemory.from_result(result, sources.get(result.memory.id, ())) for result in results]
