@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ..archive.locate import ArchivedRef
 from ..errors import InvalidArgument
 from .extract_rules import extract as extract_by_rules
-from .extraction import Extractor, ExtractionReport, extract_messages, extracted_from
+from .extraction import ExtractionReport, Extractor, extract_messages, extracted_from
 from .store import MemoryGraph
 
 if TYPE_CHECKING:
