@@ -40,6 +40,15 @@ def test_a_tool_call_round_trip_ends_in_the_model_reply(tmp_path):
     assert json.loads(turn.tool_events[0].result)["success"] is True
 
 
+def test_a_curated_edit_is_recorded_in_history_with_the_models_tool_call_id(tmp_path):
+    llm = ScriptedLLM([[_add("user", "Name: Ada")], "Hi Ada!"])
+    with _memory(tmp_path) as memory:
+        Conversation(memory, llm).send("I'm Ada.")
+        (record,) = memory.store.history.records("user")
+    assert record.origin["via"] == "tool" and record.origin["session_id"] == "loop"
+    assert record.origin["tool_call_id"].startswith("call")
+
+
 def test_the_model_sees_the_tool_result_in_its_next_call(tmp_path):
     llm = ScriptedLLM([[_add("user", "Name: Ada")], "ok"])
     with _memory(tmp_path) as memory:

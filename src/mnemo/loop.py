@@ -112,7 +112,7 @@ class Conversation:
                 return self._finish(user_message, response, events, first_call, turn_start)
             self._record(api, response.to_message())
             for call in response.tool_calls:
-                result = self.memory.handle_tool_call(call.name, call.arguments)
+                result = self.memory.handle_tool_call(call.name, call.arguments, tool_call_id=call.id)
                 event = ToolEvent(call.name, call.arguments, result)
                 events.append(event)
                 if self._on_tool is not None:
