@@ -46,7 +46,7 @@ from .providers import (
 from .providers.configuration import session_configs
 from .providers.discovery import PluginProblem, load_enabled
 from .providers.registry import message_text
-from .safety import build_memory_context_block, inject_memory_context, scan
+from .safety import build_memory_context_block, inject_memory_context, render_sections, scan
 from .tools._json import failure, refusal
 from .tools.memory import (
     MEMORY_TOOL_SCHEMA,
@@ -336,6 +336,37 @@ class AgentMemory(TypedMemoryAPI):
             api_messages[-1] = {**current, "content": inject_memory_context(current["content"], block)}
         return api_messages
 
+    def turn_context(self, user_message: str) -> str:
+        """The providers' context for a turn about ``user_message`` (served from a prefetch when one is
+        ready), sanitised but not fenced: for hosts that fence recalled context themselves and add it to
+        the message on their own (Hermes Agent does). ``""`` when there is none. Unlike
+        :meth:`prepare_messages` it does not start a turn."""
+        self._require_session()
+        if not isinstance(user_message, str):
+            raise InvalidArgument("user_message", f"must be a string, got {type(user_message).__name__}")
+        return render_sections(self.registry.enrich_turn(user_message, ({"role": "user", "content": user_message},)))
+
+    def queue_prefetch(self, query: str) -> None:
+        """Start the providers' lookup for the next turn with ``query``, in the background
+        (:meth:`turn_complete` already does this with the turn's user message)."""
+        self._require_session()
+        if not isinstance(query, str):
+            raise InvalidArgument("query", f"must be a string, got {type(query).__name__}")
+        self.registry.prefetch(query)
+
+    def mirror_curated_write(self, action: str, target: str, content: str, old_text: str | None = None) -> None:
+        """Tell the providers about a write to curated memory that another system made (a host's own
+        ``memory`` tool), as if this object's ``memory`` tool had made it: the graph mirrors it, scanned.
+        In the background; nothing is written to the curated files."""
+        self._require_session()
+        if action not in ("add", "replace", "remove"):
+            raise InvalidArgument("action", f"must be 'add', 'replace' or 'remove', got {excerpt(action)}")
+        check_target(target)
+        for field_name, value in (("content", content), ("old_text", old_text)):
+            if value is not None and not isinstance(value, str):
+                raise InvalidArgument(field_name, f"must be a string, got {type(value).__name__}")
+        self.registry.on_memory_write(action, target, content, old_text)
+
     def handle_tool_call(self, name: str, arguments: Any, *, tool_call_id: str | None = None) -> str:
         """Run tool ``name`` (``memory`` or a provider's); ``arguments`` is a dict or JSON string.
 
@@ -421,14 +452,18 @@ class AgentMemory(TypedMemoryAPI):
         self.registry.on_turn_complete(user_message, assistant_response)
         self.registry.prefetch(user_message)
 
-    def before_compress(self, messages: Sequence[Mapping[str, Any]], compression_count: int) -> str:
+    def before_compress(
+        self, messages: Sequence[Mapping[str, Any]], compression_count: int, *, fenced: bool = True
+    ) -> str:
         """Last look for providers at messages about to be discarded; blocks up to ``compress_timeout``.
 
-        Returns what the providers extracted, sanitised and fenced as one memory-context block (``""``
-        when none returned text), for the host's summariser to keep.
+        Returns what the providers extracted (the graph: the memories it kept), sanitised and fenced as
+        one memory-context block (``""`` when none returned text), for the host's summariser to keep;
+        with ``fenced=False`` the same sections without the fence.
         """
         self._require_session()
-        return build_memory_context_block(self.registry.on_compress(messages, compression_count))
+        sections = self.registry.on_compress(messages, compression_count)
+        return build_memory_context_block(sections) if fenced else render_sections(sections)
 
     def delegation_complete(self, task: str, result: str, child_session_id: str = "") -> None:
         """A subagent finished ``task`` with ``result``: providers hear of it in the background (the

@@ -80,6 +80,12 @@ def test_extracting_the_same_messages_twice_adds_nothing(graph, archived):
     assert len(graph.memories()) == 2
 
 
+def test_a_batch_mixing_extracted_and_new_messages_extracts_the_new_ones(graph, archived):
+    extract_messages(graph, "s1", TURNS[:1])
+    report = extract_messages(graph, "s1", TURNS)
+    assert report.skipped == 1 and [m.type for m in report.memories] == [MemoryType.DECISION]
+
+
 def test_messages_the_archive_does_not_hold_are_extracted_once_by_their_text(graph):
     first = extract_messages(graph, "unarchived", TURNS)
     again = extract_messages(graph, "unarchived", TURNS)
@@ -117,6 +123,29 @@ def test_the_provider_extracts_before_compression(tmp_path):
     try:
         provider.on_compress([dict(t) for t in TURNS], 1)
         provider.on_compress([dict(t) for t in TURNS], 2)
+        assert sorted(m.type for m in provider.graph.memories()) == [MemoryType.DECISION, MemoryType.PREFERENCE]
+    finally:
+        provider.shutdown()
+
+
+def test_the_provider_returns_what_it_extracted_for_the_summariser(tmp_path):
+    provider = GraphProvider()
+    provider.initialize("s1", {"home": str(tmp_path)})
+    try:
+        kept = provider.on_compress([dict(t) for t in TURNS], 1)
+        again = provider.on_compress([dict(t) for t in TURNS], 2)
+    finally:
+        provider.shutdown()
+    assert kept.count("\n") == 1 and "User prefers tabs over spaces" in kept and "[decision" in kept
+    assert again is None  # nothing new: nothing to keep twice
+
+
+def test_the_provider_extracts_at_session_end_what_compression_did_not(tmp_path):
+    provider = GraphProvider()
+    provider.initialize("s1", {"home": str(tmp_path)})
+    try:
+        provider.on_compress([dict(TURNS[0])], 1)
+        provider.on_session_end([dict(t) for t in TURNS])
         assert sorted(m.type for m in provider.graph.memories()) == [MemoryType.DECISION, MemoryType.PREFERENCE]
     finally:
         provider.shutdown()

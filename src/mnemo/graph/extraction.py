@@ -153,7 +153,7 @@ def extract_messages(
         sources.append(origin)
     try:
         with graph._write() as conn:
-            if _recorded(graph, keys, conn):
+            if _recorded(graph, [keys[i] for i in fresh], conn):
                 raise _AlreadyExtracted
             stored = graph._store_items(conn, items, "") if items else []
             for memory, origin in zip(stored, sources, strict=True):

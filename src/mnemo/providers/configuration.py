@@ -18,11 +18,13 @@ import math
 import os
 import re
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..config import CONFIG_FILENAME
+from pydantic import ValidationError
+
+from ..config import CONFIG_FILENAME, Settings
 from ..curated.files import MemoryFile, UnreadableFile
 from ..errors import ConfigError
 from .config_schema import RESERVED_KEYS, ConfigField, read_config_schema
@@ -52,6 +54,44 @@ _ENV_LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=(.*)$")
 def update_provider_table(home: str | os.PathLike[str], name: str, values: Mapping[str, Any]) -> Path:
     """Set ``values`` in ``config.toml``'s ``[providers.NAME]`` table (other keys of the table and the
     rest of the file are kept); returns the file's path. Raises :class:`ConfigError`."""
+
+    def edit(text: str, document: dict[str, Any], path: Path) -> tuple[str, dict[str, Any]]:
+        providers = document.get("providers", {})
+        if not isinstance(providers, dict) or not isinstance(providers.get(name, {}), dict):
+            raise ConfigError(f"{path}: 'providers.{name}' is not a table; fix it before running setup")
+        table = {**providers.get(name, {}), **values}
+        return _with_table(text, name, table), {**document, "providers": {**providers, name: table}}
+
+    return _edit_config(home, values, edit)
+
+
+def update_settings(home: str | os.PathLike[str], values: Mapping[str, Any]) -> Path:
+    """Set top-level settings (``graph_embedder = "none"``...) in ``config.toml``, keeping the rest of the
+    file; returns its path. Raises :class:`ConfigError` (nothing written) when a value is not a valid
+    setting or the file is laid out in a way this cannot edit."""
+    unknown = sorted(set(values) - set(Settings.model_fields) - {"home", "providers"})
+    if unknown or "home" in values or "providers" in values:
+        raise ConfigError(f"not settings that config.toml sets: {', '.join(unknown or ['home/providers'])}")
+
+    try:
+        Settings(home=Path(home), **values)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"invalid settings: {problems}") from None
+
+    def edit(text: str, document: dict[str, Any], path: Path) -> tuple[str, dict[str, Any]]:
+        return _with_root_keys(text, values), {**document, **values}
+
+    return _edit_config(home, values, edit)
+
+
+def _edit_config(
+    home: str | os.PathLike[str],
+    values: Mapping[str, Any],
+    edit: Callable[[str, dict[str, Any], Path], tuple[str, dict[str, Any]]],
+) -> Path:
+    """Read ``config.toml`` under its lock, let ``edit`` give the new text and the document it must parse
+    to, and write it only when it does: a layout the edit would misread is refused, never mangled."""
     path = Path(home) / CONFIG_FILENAME
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     target = MemoryFile(path)
@@ -61,23 +101,33 @@ def update_provider_table(home: str | os.PathLike[str], name: str, values: Mappi
             document = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{path} is not valid TOML ({exc}); fix it before running setup") from exc
-        providers = document.get("providers", {})
-        if not isinstance(providers, dict) or not isinstance(providers.get(name, {}), dict):
-            raise ConfigError(f"{path}: 'providers.{name}' is not a table; fix it before running setup")
-        table = {**providers.get(name, {}), **values}
-        expected = {**document, "providers": {**providers, name: table}}
-        updated = _with_table(text, name, table)
+        updated, expected = edit(text, document, path)
         try:
             reread = tomllib.loads(updated)
         except tomllib.TOMLDecodeError:
             reread = None
         if reread != expected:
-            raise ConfigError(
-                f"{path}: [providers.{name}] is laid out in a way setup does not edit; add these settings by "
-                f"hand: {', '.join(sorted(values))}"
-            )
+            raise ConfigError(f"{path} is laid out in a way setup does not edit; add these settings by hand: {', '.join(sorted(values))}")
         _write(target, updated)
     return path
+
+
+def _with_root_keys(text: str, values: Mapping[str, Any]) -> str:
+    """``text`` with each of ``values`` set as a top-level ``key = value`` line: replaced where the key
+    already has one before the first table, else added just before it."""
+    first_table = re.compile(r"^[ \t]*\[", re.MULTILINE).search(text)
+    cut = first_table.start() if first_table else len(text)
+    root, rest = text[:cut], text[cut:]
+    for key, value in values.items():
+        line = f"{_toml_key(key)} = {_toml_value(value)}"
+        pattern = re.compile(rf"^[ \t]*{re.escape(_toml_key(key))}[ \t]*=.*$", re.MULTILINE)
+        if pattern.search(root):
+            root = pattern.sub(lambda _, line=line: line, root, count=1)
+        else:
+            root = root + ("" if not root or root.endswith("\n") else "\n") + line + "\n"
+    if rest and not root.endswith("\n\n"):
+        root += "\n"  # a blank line before the first table, as a person would leave it
+    return root + rest
 
 
 def _with_table(text: str, name: str, table: Mapping[str, Any]) -> str:

@@ -283,17 +283,28 @@ class GraphProvider:
     def on_turn_complete(self, user_message: str, assistant_response: str) -> None:
         """Nothing: the graph learns from explicit writes, not from every turn (no LLM)."""
 
-    def on_compress(self, messages: list[dict[str, str]], compression_count: int) -> None:
+    def on_compress(self, messages: list[dict[str, str]], compression_count: int) -> str | None:
         """Turn the messages about to be discarded into typed memories linked to their archive rows
-        (see :mod:`mnemo.graph.extraction`); a message extracted before adds nothing."""
-        if self._session_key is None:
-            return
+        (see :mod:`mnemo.graph.extraction`); a message extracted before adds nothing. Returns the new
+        memories, one per line, for the summariser to keep (``None`` when there are none)."""
+        memories = self._extract(messages, "before compression")
+        return "\n".join(_context_line(memory) for memory in memories) or None
+
+    def on_session_end(self, messages: list[dict[str, str]]) -> None:
+        """Extract from the session's messages what compression did not already (the same rules: once per
+        message, scanned, de-duplicated), so a session that ends uncompressed is not lost either."""
+        self._extract(messages, "at session end")
+
+    def _extract(self, messages: list[dict[str, str]], when: str) -> list[Memory]:
+        if self._session_key is None or not messages:
+            return []
         try:
             report = extract_messages(self.graph, self._session_key, messages, extractor=self._extractor)
-        except MnemoError as exc:
-            log.warning("graph: extraction before compression failed: %s", exc)
-            return
-        log.info("graph: extracted %s", report.as_dict())
+        except (MnemoError, sqlite3.Error) as exc:
+            log.warning("graph: extraction %s failed: %s", when, exc)
+            return []
+        log.info("graph: extracted %s: %s", when, report.as_dict())
+        return report.memories
 
     def on_session_switch(
         self, new_session_id: str, parent_session_id: str | None, reset: bool, rewound: bool

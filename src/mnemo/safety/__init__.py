@@ -7,6 +7,7 @@ from .fence import (
     MEMORY_CONTEXT_TAG,
     build_memory_context_block,
     inject_memory_context,
+    render_sections,
     sanitize_context,
 )
 from .scan import Finding, finding_labels, refusal_reason, scan
@@ -21,6 +22,7 @@ __all__ = [
     "finding_labels",
     "inject_memory_context",
     "refusal_reason",
+    "render_sections",
     "sanitize_context",
     "scan",
     "scrub_memory_context",

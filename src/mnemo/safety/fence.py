@@ -163,22 +163,26 @@ def _sanitize_label(label: str) -> str:
     return " ".join(sanitize_context(label).split()).lstrip("#").strip() or "memory"
 
 
-def build_memory_context_block(sections: Iterable[tuple[str, str]]) -> str:
-    """One fenced block holding every non-empty ``(label, text)`` section, or ``""`` if there is none.
-
-    The block opens with :data:`MEMORY_CONTEXT_NOTE`; each section is a ``### <label>`` heading (one
-    line) followed by its text. Labels and texts are sanitised, so nothing inside can break the fence.
-    """
+def render_sections(sections: Iterable[tuple[str, str]]) -> str:
+    """Every non-empty ``(label, text)`` section as a ``### <label>`` heading (one line) followed by its
+    text, sanitised so nothing in it can open or close a fence; ``""`` if there is none. This is the inside
+    of :func:`build_memory_context_block`, for hosts that put it in a fence of their own."""
     rendered: list[str] = []
     for label, text in sections:
         body = sanitize_context(text).strip()
         if body:
             rendered.append(f"### {_sanitize_label(label)}\n{body}")
-    if not rendered:
-        return ""
     # Once more as a whole: a label ending in ``<memory`` and a body starting with ``context>`` are each
     # harmless alone, not once joined by the heading's line break.
-    inner = sanitize_context("\n\n".join(rendered))
+    return sanitize_context("\n\n".join(rendered)) if rendered else ""
+
+
+def build_memory_context_block(sections: Iterable[tuple[str, str]]) -> str:
+    """One fenced block holding every non-empty ``(label, text)`` section (see :func:`render_sections`),
+    opening with :data:`MEMORY_CONTEXT_NOTE`, or ``""`` if there is none."""
+    inner = render_sections(sections)
+    if not inner:
+        return ""
     return f"<{MEMORY_CONTEXT_TAG}>\n{MEMORY_CONTEXT_NOTE}\n\n{inner}\n</{MEMORY_CONTEXT_TAG}>"
 
 
