@@ -60,6 +60,37 @@ def test_json_export_carries_ids_timestamps_scopes_and_flags(rich_graph):
     assert {e["relation"] for e in data["associations"]} == {"updates", "related_to", "contradicts"}
 
 
+def test_maintenance_state_round_trips_pin_base_importance_decay_time_and_link_origin(graph, clock, tmp_path):
+    kept = graph.remember("Staging is on port 6543", "fact", importance=0.8, pin=True)
+    faded = graph.remember("The office plant needs water", "observation", importance=0.6)
+    clock.advance(10 * 86_400)
+    graph.maintain(link_threshold=1.0)
+    graph.relate(kept.id, faded.id, "related_to", 0.5)
+    graph._conn.execute("UPDATE graph_associations SET origin = 'maintenance'")  # as a pass's own link
+    exported = export_json(graph)
+    with MemoryGraph(tmp_path / "copy.db", clock=clock) as copy:
+        import_json(copy, exported)
+        pinned, decayed = copy.get(kept.id), copy.get(faded.id)
+        assert pinned.pinned and pinned.importance == 0.8
+        assert decayed.importance < 0.6 and decayed.original_importance == 0.6
+        assert decayed.decayed_at == graph.get(faded.id).decayed_at
+        assert [a.origin for a in copy.associations()] == ["maintenance"]
+        clock.advance(60)
+        assert copy.maintain(link_threshold=1.0).decayed == 0  # decay already applied is not applied twice
+
+
+def test_an_export_from_before_maintenance_imports_with_its_defaults(graph, tmp_path):
+    graph.remember("A note", "fact")
+    data = json.loads(export_json(graph))
+    for record in data["memories"]:
+        for key in ("pinned", "base_importance", "decayed_at"):
+            del record[key]
+    with MemoryGraph(tmp_path / "copy.db") as copy:
+        import_json(copy, data)
+        (memory,) = copy.memories()
+        assert not memory.pinned and memory.base_importance is None and memory.decayed_at is None
+
+
 def test_importing_the_same_export_twice_changes_nothing(rich_graph, tmp_path):
     exported = export_json(rich_graph)
     with MemoryGraph(tmp_path / "copy.db", scope=rich_graph.scope) as copy:

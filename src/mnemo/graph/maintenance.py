@@ -359,47 +359,67 @@ class _Pass:
             )
 
 
+# Decay, written once as SQL over one memory's columns (``:now`` the pass's time), so a pass over 100k memories
+# is a few set-wise statements, not a Python loop with one UPDATE per row. ``mnemo_decay(days)`` is
+# (1 - DECAY_PER_DAY) ** days, registered on the connection (SQLite's own pow() is a compile-time option).
+_BASE = "COALESCE(base_importance, importance)"
+_BOOST = (
+    "(last_accessed_at IS NOT NULL AND decayed_at IS NOT NULL AND last_accessed_at >= decayed_at"
+    f" AND importance < {_BASE})"
+)
+_DAYS = f"((:now - max(COALESCE(decayed_at, 0), COALESCE(last_accessed_at, 0), created_at)) / {DAY})"
+_LEVEL = (
+    f"(CASE WHEN {_BOOST} THEN {_BASE} ELSE importance END)"
+    f" * (CASE WHEN {_DAYS} >= 1 THEN max(mnemo_decay({_DAYS}), {1.0 - MAX_DECAY_PER_PASS}) ELSE 1 END)"
+)
+# Unary + keeps the planner on the seq range (a batch) instead of the scope index (the whole scope).
+_DECAYING = (
+    "seq > :after AND seq <= :upto AND +user_id = :user AND +agent_id = :agent AND +channel_id = :channel"
+    f" AND forgotten = 0 AND pinned = 0 AND type NOT IN ({', '.join(repr(t) for t in EXEMPT_TYPES)})"
+)
+
+
+def _decay_factor(days: float) -> float:
+    return (1.0 - DECAY_PER_DAY) ** days
+
+
 def _decay_phase(conn: sqlite3.Connection, run: _Pass, limit: int | None) -> tuple[int, bool]:
     """Decay, boost and prune the next ``limit`` memories after the decay cursor; (examined, phase done)."""
     graph, now, rules, state, counts = run.graph, run.now, run.rules, run.state, run.counts
-    rows = conn.execute(
-        "SELECT seq, id, type, pinned, importance, base_importance, created_at, last_accessed_at, decayed_at"
-        # Unary + keeps the planner on the seq range instead of the scope index (which would sort the scope).
-        " FROM graph_memories WHERE seq > ? AND +user_id = ? AND +agent_id = ? AND +channel_id = ? AND forgotten = 0"
-        " ORDER BY seq"
-        + ("" if limit is None else " LIMIT ?"),
-        (state["decay_cursor"], *scope_params(graph.scope), *(() if limit is None else (limit,))),
-    ).fetchall()
-    updates, pruned = [], []
-    for _seq, memory_id, kind, pinned, importance, base, created, accessed, decayed_at in rows:
-        if pinned or kind in EXEMPT_TYPES:
-            continue
-        base = importance if base is None else base
-        level, applied = importance, decayed_at
-        if accessed is not None and decayed_at is not None and accessed >= decayed_at and level < base:
-            level = base
-            counts["boosted"] += 1
-            applied = now
-        since = max(decayed_at or 0.0, accessed or 0.0, created)
-        days = (now - since) / DAY
-        if days >= 1.0:
-            level *= max((1.0 - DECAY_PER_DAY) ** days, 1.0 - MAX_DECAY_PER_PASS)
-            counts["decayed"] += 1
-            applied = now
-        if applied != decayed_at:
-            updates.append((level, base, applied, memory_id))
-        if level < rules.prune_below and now - (accessed or created) >= rules.prune_after:
-            pruned.append(memory_id)
-            _log(conn, now, memory_id, "pruned", None, f"importance {level:.3f} of {base:.3f}, unused for "
-                 f"{(now - (accessed or created)) / DAY:.0f} days")  # fmt: skip
-    conn.executemany(
-        "UPDATE graph_memories SET importance = ?, base_importance = ?, decayed_at = ? WHERE id = ?", updates
+    user, agent, channel = scope_params(graph.scope)
+    examined, upto = conn.execute(
+        "SELECT count(*), max(seq) FROM (SELECT seq FROM graph_memories"
+        " WHERE seq > ? AND +user_id = ? AND +agent_id = ? AND +channel_id = ? AND forgotten = 0 ORDER BY seq"
+        + ("" if limit is None else " LIMIT ?") + ")",
+        (state["decay_cursor"], user, agent, channel, *(() if limit is None else (limit,))),
+    ).fetchone()
+    if not examined:
+        return 0, True
+    conn.create_function("mnemo_decay", 1, _decay_factor, deterministic=True)
+    where = {"after": state["decay_cursor"], "upto": upto, "user": user, "agent": agent, "channel": channel, "now": now}
+    boosted, decayed = conn.execute(
+        f"SELECT coalesce(sum({_BOOST}), 0), coalesce(sum({_DAYS} >= 1), 0) FROM graph_memories WHERE {_DECAYING}",
+        where,
+    ).fetchone()
+    conn.execute(
+        f"UPDATE graph_memories SET importance = {_LEVEL}, base_importance = {_BASE}, decayed_at = :now"
+        f" WHERE {_DECAYING} AND ({_BOOST} OR {_DAYS} >= 1)",
+        where,
     )
-    conn.executemany("UPDATE graph_memories SET forgotten = 1, updated_at = ? WHERE id = ?", [(now, i) for i in pruned])
+    counts["boosted"] += boosted
+    counts["decayed"] += decayed
+    pruned = conn.execute(
+        f"SELECT id, importance, {_BASE}, COALESCE(last_accessed_at, created_at) FROM graph_memories"
+        f" WHERE {_DECAYING} AND importance < :below AND :now - COALESCE(last_accessed_at, created_at) >= :after_idle",
+        {**where, "below": rules.prune_below, "after_idle": rules.prune_after},
+    ).fetchall()
+    for memory_id, level, base, used in pruned:
+        _log(conn, now, memory_id, "pruned", None, f"importance {level:.3f} of {base:.3f}, unused for "
+             f"{(now - used) / DAY:.0f} days")  # fmt: skip
+    conn.executemany("UPDATE graph_memories SET forgotten = 1, updated_at = ? WHERE id = ?", [(now, p[0]) for p in pruned])
     counts["pruned"] += len(pruned)
-    if rows:
-        run.advance(conn, "decay_cursor", rows[-1][0])
-    return len(rows), limit is None or len(rows) < limit
+    run.advance(conn, "decay_cursor", upto)
+    return examined, limit is None or examined < limit
 
 
 _NEIGHBOUR_FIELDS = "m.seq, m.id, m.content, m.subject, m.forgotten, m.importance, m.base_importance, m.pinned, m.access_count, m.last_accessed_at"

@@ -191,7 +191,7 @@ def ensure_schema(conn: sqlite3.Connection) -> int:
 _COLUMNS = (
     "m.id, m.content, m.type, m.importance, m.created_at, m.updated_at, m.last_accessed_at,"
     " m.access_count, m.source, m.subject, m.user_id, m.agent_id, m.channel_id, m.forgotten, m.pinned,"
-    " m.base_importance"
+    " m.base_importance, m.decayed_at"
 )
 # Newest superseding version first, so a branch in the chain resolves to the latest write.
 _SUPERSEDED_BY = (
@@ -226,4 +226,5 @@ def row_to_memory(row: sqlite3.Row) -> Memory:
         superseded_by=row["superseded_by"],
         pinned=bool(row["pinned"]),
         base_importance=row["base_importance"],
+        decayed_at=row["decayed_at"],
     )

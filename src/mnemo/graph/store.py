@@ -309,7 +309,7 @@ class MemoryGraph:
     def associations(self, memory_id: str | None = None, *, all_scopes: bool = False) -> list[Association]:
         """Edges touching ``memory_id`` (either end), or every edge of the scope."""
         sql = (
-            "SELECT a.source_id, a.target_id, a.relation, a.weight, a.created_at FROM graph_associations a"
+            "SELECT a.source_id, a.target_id, a.relation, a.weight, a.created_at, a.origin FROM graph_associations a"
             " JOIN graph_memories m ON m.id = a.source_id"
         )
         clauses, params = [], []
@@ -322,7 +322,7 @@ class MemoryGraph:
         where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
         with self._lock:
             rows = self._conn.execute(f"{sql}{where} ORDER BY a.created_at, a.source_id, a.target_id", params).fetchall()
-        return [Association(r[0], r[1], Relation(r[2]), r[3], r[4]) for r in rows]
+        return [Association(r[0], r[1], Relation(r[2]), r[3], r[4], r[5]) for r in rows]
 
     def history(self, memory_id: Any) -> list[Memory]:
         """The supersession chain ``memory_id`` belongs to, newest version first."""
@@ -722,13 +722,14 @@ class MemoryGraph:
                 values = (
                     memory.content, memory.type.value, memory.importance, memory.created_at, memory.updated_at,
                     memory.last_accessed_at, memory.access_count, memory.source, memory.subject,
-                    *scope_params(memory.scope), int(memory.forgotten), memory.id,
+                    *scope_params(memory.scope), int(memory.forgotten), int(memory.pinned), memory.base_importance,
+                    memory.decayed_at, memory.id,
                 )  # fmt: skip
                 if row is None:
                     conn.execute(
                         "INSERT INTO graph_memories (content, type, importance, created_at, updated_at, last_accessed_at,"
-                        " access_count, source, subject, user_id, agent_id, channel_id, forgotten, id)"
-                        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        " access_count, source, subject, user_id, agent_id, channel_id, forgotten, pinned,"
+                        " base_importance, decayed_at, id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         values,
                     )
                     added += 1
@@ -740,10 +741,11 @@ class MemoryGraph:
                 changed = conn.execute(
                     "UPDATE graph_memories SET content = ?, type = ?, importance = ?, created_at = ?, updated_at = ?,"
                     " last_accessed_at = ?, access_count = ?, source = ?, subject = ?, user_id = ?, agent_id = ?,"
-                    " channel_id = ?, forgotten = ? WHERE id = ? AND NOT (type IS ? AND importance IS ?"
-                    " AND created_at IS ? AND updated_at IS ? AND last_accessed_at IS ? AND access_count IS ?"
-                    " AND source IS ? AND subject IS ? AND forgotten IS ?)",
-                    (*values, *values[1:9], values[12]),
+                    " channel_id = ?, forgotten = ?, pinned = ?, base_importance = ?, decayed_at = ? WHERE id = ?"
+                    " AND NOT (type IS ? AND importance IS ? AND created_at IS ? AND updated_at IS ?"
+                    " AND last_accessed_at IS ? AND access_count IS ? AND source IS ? AND subject IS ?"
+                    " AND forgotten IS ? AND pinned IS ? AND base_importance IS ? AND decayed_at IS ?)",
+                    (*values, *values[1:9], *values[12:16]),
                 ).rowcount
                 updated += changed
             for index, edge in enumerate(associations):
@@ -753,10 +755,10 @@ class MemoryGraph:
                     ).fetchone() is None:
                         raise MemoryNotFound(f"associations[{index}].{field}", end)
                 conn.execute(
-                    "INSERT INTO graph_associations (source_id, target_id, relation, weight, created_at)"
-                    " VALUES (?, ?, ?, ?, ?) ON CONFLICT (source_id, target_id, relation)"
-                    " DO UPDATE SET weight = excluded.weight, created_at = excluded.created_at",
-                    (edge.source_id, edge.target_id, edge.relation.value, edge.weight, edge.created_at),
+                    "INSERT INTO graph_associations (source_id, target_id, relation, weight, created_at, origin)"
+                    " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (source_id, target_id, relation)"
+                    " DO UPDATE SET weight = excluded.weight, created_at = excluded.created_at, origin = excluded.origin",
+                    (edge.source_id, edge.target_id, edge.relation.value, edge.weight, edge.created_at, edge.origin),
                 )
         return RestoreCounts(added, updated, len(associations))
 

@@ -1,7 +1,9 @@
 """Moving a memory graph in and out: readable Markdown, and JSON that imports back losslessly.
 
 The JSON export carries everything the store keeps about a memory (id, times as exact Unix seconds,
-access statistics, source, subject, scope, forgotten flag) and every association, so :func:`import_json` can
+access statistics, source, subject, scope, forgotten flag, and what maintenance keeps: pin, the importance
+it was written with, when decay was last applied) and every association (with whether maintenance made
+it), so :func:`import_json` can
 rebuild the same graph elsewhere; importing the same document twice changes nothing the second time.
 Vectors are not exported: they are derived data and are re-embedded by whichever model the importing
 store is configured with.
@@ -41,7 +43,7 @@ def export_data(graph: MemoryGraph, *, all_scopes: bool = False) -> dict[str, An
         "memories": [_memory_record(m) for m in memories],
         "associations": [
             {"source": a.source_id, "target": a.target_id, "relation": a.relation.value, "weight": a.weight,
-             "created_at": a.created_at}  # fmt: skip
+             "created_at": a.created_at, "origin": a.origin}  # fmt: skip
             for a in graph.associations(all_scopes=all_scopes)
         ],
     }
@@ -66,6 +68,9 @@ def _memory_record(memory: Memory) -> dict[str, Any]:
         "subject": memory.subject,
         "scope": memory.scope.as_dict(),
         "forgotten": memory.forgotten,
+        "pinned": memory.pinned,
+        "base_importance": memory.base_importance,
+        "decayed_at": memory.decayed_at,
     }
 
 
@@ -203,7 +208,16 @@ def _parse_memory(record: Any, where: str) -> Memory:
         subject=MemoryGraph.check_subject(_field(record, where, "subject", str, optional=True) or "", f"{where}.subject"),
         scope=Scope(**scope_values),
         forgotten=bool(_field(record, where, "forgotten", bool, optional=True) or False),
+        # Maintenance state, absent from exports made before maintenance existed.
+        pinned=bool(_field(record, where, "pinned", bool, optional=True) or False),
+        base_importance=_optional_unit(record, where, "base_importance"),
+        decayed_at=_optional_float(_field(record, where, "decayed_at", number, optional=True)),
     )
+
+
+def _optional_unit(record: Mapping[str, Any], where: str, name: str) -> float | None:
+    value = _field(record, where, name, (int, float), optional=True)
+    return None if value is None else parse_unit_interval(value, f"{where}.{name}")
 
 
 def _optional_float(value: Any) -> float | None:
@@ -223,4 +237,5 @@ def _parse_edge(record: Any, where: str) -> Association:
         relation=parse_relation(_field(record, where, "relation", str), f"{where}.relation"),
         weight=1.0 if weight is None else parse_unit_interval(weight, f"{where}.weight"),
         created_at=float(_field(record, where, "created_at", (int, float), optional=True) or 0.0),
+        origin=_field(record, where, "origin", str, optional=True) or "",
     )

@@ -127,6 +127,8 @@ class Memory:
     subject: str = ""
     pinned: bool = False
     base_importance: float | None = None
+    # When maintenance last applied decay (None: never); staleness after it is what the next pass decays.
+    decayed_at: float | None = None
 
     @property
     def original_importance(self) -> float:
@@ -168,6 +170,8 @@ class Association:
     relation: Relation
     weight: float = 1.0
     created_at: float = 0.0
+    # "maintenance" for the similarity links a pass adds (recall does not follow them), else "".
+    origin: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready view for tools and the CLI."""
