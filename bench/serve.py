@@ -6,8 +6,10 @@ numbers are the transport's and not the embedder's). ``memory`` add is timed on 
 (each timed add is followed by an untimed remove of the same entry, so every add does the same work);
 ``recall`` asks for words that match a few hundred memories. The official ``mcp`` client drives a real
 ``mnemo serve`` subprocess; the overhead column is the transport's p50 / p95 minus the direct call's.
+Readiness: ``--starts`` new servers over stdio, each timed from spawning it to the MCP handshake and to its
+first ``recall`` answered, beside the time a bare ``import mcp.server`` process takes.
 
-    python bench/serve.py [--memories 10000] [--calls 300]
+    python bench/serve.py [--memories 10000] [--calls 300] [--starts 7]
 """
 
 from __future__ import annotations
@@ -98,6 +100,20 @@ async def _stdio(home: Path, calls: int) -> dict[str, list[float]]:
         return await _over(session, calls)
 
 
+async def _ready(home: Path) -> tuple[float, float]:
+    """One new ``mnemo serve`` over stdio: ms from spawning it to the handshake, and to the first recall
+    answered (the mnemo session opens on that first call)."""
+    params = StdioServerParameters(command=sys.executable, args=_command(home)[1:], env=dict(os.environ))
+    start = time.perf_counter()
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        ready = time.perf_counter()
+        result = await session.call_tool("recall", RECALL)
+        answered = time.perf_counter()
+        assert not result.is_error, result.content
+    return (ready - start) * 1000, (answered - start) * 1000
+
+
 async def _http(url: str, calls: int) -> dict[str, list[float]]:
     async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60) as client:
         async with streamable_http_client(url, http_client=client) as streams:
@@ -125,6 +141,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--memories", type=int, default=10_000)
     parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--starts", type=int, default=7, help="new servers started to time readiness")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp) / "home"
@@ -135,6 +152,12 @@ def main() -> None:
             "stdio": anyio.run(_stdio, home, args.calls),
             "streamable HTTP": _with_http_server(home, lambda url: _http(url, args.calls)),
         }
+        readiness = [anyio.run(_ready, home) for _ in range(args.starts)]
+        floor = []
+        for _ in range(args.starts):
+            start = time.perf_counter()
+            subprocess.run([sys.executable, "-c", "import mcp.server"], check=True)
+            floor.append((time.perf_counter() - start) * 1000)
     rows = []
     for tool in ("memory add", "recall"):
         base50, base95 = _stats(runs["direct (in process)"][tool])
@@ -147,6 +170,14 @@ def main() -> None:
         ("tool", "transport", "p50", "p95", "overhead p50 / p95"),
         rows,
     )
+    handshake, answered = [r[0] for r in readiness], [r[1] for r in readiness]
+    print_table(
+        f"A new `mnemo serve` over stdio, {args.starts} starts (ms, median (max))",
+        ("from spawning the server to", "ms"),
+        [("the MCP handshake done", f"{statistics.median(handshake):.0f} ({max(handshake):.0f})"),
+         ("the first recall answered (opens the session)", f"{statistics.median(answered):.0f} ({max(answered):.0f})"),
+         ("baseline: python -c 'import mcp.server' exits", f"{statistics.median(floor):.0f} ({max(floor):.0f})")],
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

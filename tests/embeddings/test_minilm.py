@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 import pytest
 
-from mnemo.embeddings import Embedder, MiniLMEmbedder
+from mnemo import AgentMemory
+from mnemo.embeddings import Embedder, MiniLMEmbedder, preload
 from mnemo.errors import InvalidArgument
+from mnemo.providers import GraphProvider
 
 TEXTS = [
     "I adopted a dog named Biscuit last spring.",
@@ -114,3 +117,39 @@ def test_non_string_items_are_rejected_by_position(embedder: MiniLMEmbedder) -> 
 def test_nonpositive_settings_are_rejected(field: str) -> None:
     with pytest.raises(InvalidArgument, match=field):
         MiniLMEmbedder(**{field: 0})
+
+
+def _wait_loaded(model: MiniLMEmbedder, seconds: float = 60.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while model._session is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return model._session is not None
+
+
+def test_preload_returns_at_once_and_loads_the_model_in_the_background() -> None:
+    model = MiniLMEmbedder()
+    started = time.perf_counter()
+    model.preload()
+    assert time.perf_counter() - started < 0.1  # a thread start, not a model load (generous margin)
+    assert _wait_loaded(model)
+    reference = MiniLMEmbedder().embed(["the same vectors either way"])
+    assert np.array_equal(model.embed(["the same vectors either way"]), reference)
+
+
+def test_preload_twice_starts_one_load() -> None:
+    model = MiniLMEmbedder()
+    model.preload()
+    model.preload()
+    assert [t.name for t in threading.enumerate()].count("mnemo-model-preload") <= 1
+    assert _wait_loaded(model)
+
+
+def test_preload_of_an_embedder_without_it_does_nothing() -> None:
+    preload(None)
+    preload(object())  # type: ignore[arg-type]
+
+
+def test_an_agent_session_loads_the_model_before_the_first_recall(tmp_path) -> None:
+    with AgentMemory.open("warm", tmp_path, archive_enabled=False) as memory:
+        graph = next(p for p in memory.registry.providers if isinstance(p, GraphProvider))
+        assert _wait_loaded(graph.graph.embedder)

@@ -21,4 +21,20 @@ def named_embedder(name: str) -> Embedder | None:
     raise InvalidArgument("embedder", f"must be one of {', '.join(EMBEDDER_NAMES)}, got {name!r}")
 
 
-__all__ = ["EMBEDDER_NAMES", "BruteForceIndex", "Embedder", "MiniLMEmbedder", "VectorIndex", "named_embedder"]
+def preload(embedder: Embedder | None) -> None:
+    """Start loading ``embedder``'s model in the background if it can (see :meth:`MiniLMEmbedder.preload`);
+    embedders without a ``preload`` method (and ``None``) are left as they are."""
+    start = getattr(embedder, "preload", None)
+    if callable(start):
+        start()
+
+
+__all__ = [
+    "EMBEDDER_NAMES",
+    "BruteForceIndex",
+    "Embedder",
+    "MiniLMEmbedder",
+    "VectorIndex",
+    "named_embedder",
+    "preload",
+]

@@ -10,6 +10,7 @@ downloaded at run time and no deep-learning framework is installed. The int8 wei
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Sequence
@@ -19,6 +20,8 @@ import numpy as np
 
 from mnemo.embeddings.wordpiece import WordPieceTokenizer
 from mnemo.errors import ConfigError, InvalidArgument
+
+log = logging.getLogger("mnemo.embeddings")
 
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2@onnx-int8"
 DIMENSION = 384
@@ -52,6 +55,24 @@ class MiniLMEmbedder:
         self._lock = threading.Lock()
         self._session: Any = None
         self._tokenizer: WordPieceTokenizer | None = None
+        self._preloading = False
+
+    def preload(self) -> None:
+        """Start loading the model on a background thread and return at once; the first :meth:`embed`
+        then waits only for what is left of the load (nothing, once it is done). For long-lived callers
+        (an agent's session, a server) that will embed a query soon, not for one-shot commands. A load
+        that fails here is retried, and its error raised, by the next :meth:`embed`."""
+        if self._session is not None or self._preloading:
+            return
+        self._preloading = True
+
+        def load() -> None:
+            try:
+                self._load()
+            except Exception as exc:  # noqa: BLE001 - reported by the next embed(), which loads again
+                log.debug("preloading %s failed: %s", self.name, exc)
+
+        threading.Thread(target=load, name="mnemo-model-preload", daemon=True).start()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed ``texts`` into a ``(len(texts), 384)`` float32 array of unit-length rows."""

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ..archive.records import SessionHits
 from ..archive.store import SessionArchive
 from ..database import refuse_old_config_key
+from ..embeddings import preload
 from ..errors import InvalidArgument, MnemoError, excerpt
 from ..llm import LLM
 from ..scope import Scope
@@ -129,6 +130,7 @@ class ArchiveProvider:
                 exist_ok=True,
             )
             self._session_id = session_key
+        preload(self._embedder)  # a session will search soon: load the model while the host gets ready
 
     def config_schema(self) -> list[ConfigField]:
         """What ``mnemo providers setup archive`` asks for."""

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._time import iso
 from ..database import database_path, refuse_old_config_key
-from ..embeddings import named_embedder
+from ..embeddings import named_embedder, preload
 from ..errors import ConfigError, MnemoError
 from ..graph.bulletin import session_bulletin, synthesize_with
 from ..graph.extract_rules import extract as extract_by_rules
@@ -178,6 +178,7 @@ class GraphProvider:
                 log.info("graph: imported %d curated entries", imported)
         self._start_maintenance()
         self._bulletin = self._render_bulletin()
+        preload(self._embedder)
 
     def _start_maintenance(self) -> None:
         """A bounded maintenance pass when one is due; a failure is logged, never fatal to the session."""
