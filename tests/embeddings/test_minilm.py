@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 
@@ -153,3 +155,12 @@ def test_an_agent_session_loads_the_model_before_the_first_recall(tmp_path) -> N
     with AgentMemory.open("warm", tmp_path, archive_enabled=False) as memory:
         graph = next(p for p in memory.registry.providers if isinstance(p, GraphProvider))
         assert _wait_loaded(graph.graph.embedder)
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.05, 0.1, 0.15, 0.2, 0.3])
+def test_a_process_that_exits_while_the_model_preloads_exits_cleanly(delay: float) -> None:
+    # Exiting while onnxruntime builds the session on another thread aborts the process (SIGABRT) unless
+    # exit waits for the load; the delays put the exit at different points of the load.
+    code = f"import time\nfrom mnemo.embeddings import MiniLMEmbedder\nMiniLMEmbedder().preload()\ntime.sleep({delay})\n"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "terminate" not in done.stderr, done.stderr

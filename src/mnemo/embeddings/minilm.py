@@ -60,8 +60,9 @@ class MiniLMEmbedder:
     def preload(self) -> None:
         """Start loading the model on a background thread and return at once; the first :meth:`embed`
         then waits only for what is left of the load (nothing, once it is done). For long-lived callers
-        (an agent's session, a server) that will embed a query soon, not for one-shot commands. A load
-        that fails here is retried, and its error raised, by the next :meth:`embed`."""
+        (an agent's session, a server) that will embed a query soon, not for one-shot commands: a process
+        that exits meanwhile waits for the load to finish. A load that fails here is retried, and its error
+        raised, by the next :meth:`embed`."""
         if self._session is not None or self._preloading:
             return
         self._preloading = True
@@ -72,7 +73,9 @@ class MiniLMEmbedder:
             except Exception as exc:  # noqa: BLE001 - reported by the next embed(), which loads again
                 log.debug("preloading %s failed: %s", self.name, exc)
 
-        threading.Thread(target=load, name="mnemo-model-preload", daemon=True).start()
+        # Not a daemon: onnxruntime aborts the whole process if the interpreter exits while it is still
+        # building the session on another thread, so exit waits for the load (a fraction of a second).
+        threading.Thread(target=load, name="mnemo-model-preload").start()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed ``texts`` into a ``(len(texts), 384)`` float32 array of unit-length rows."""
