@@ -143,6 +143,29 @@ def test_a_reset_refreezes_the_prompt_from_the_curated_files(tmp_path):
         assert "Repo uses uv" in memory.system_prompt()
 
 
+def test_a_reset_renders_the_bulletin_afresh_and_a_continuation_keeps_it(tmp_path):
+    with _open(tmp_path, graph_enabled=True) as memory:
+        memory.remember("Prefers dark roast coffee", type="preference")
+        memory.switch_session("continued", parent="s1")
+        assert "dark roast" not in memory.system_prompt()  # the prompt cache of a continuation holds
+        memory.switch_session("fresh", reset=True)
+        assert "Prefers dark roast coffee" in memory.system_prompt()
+
+
+def test_curated_entries_are_in_the_prompt_once_not_again_in_the_bulletin(tmp_path):
+    with _open(tmp_path, graph_enabled=True) as memory:
+        memory.handle_tool_call("memory", {"target": "user", "action": "add", "content": "Prefers tabs over spaces"})
+        graph = next(p for p in memory.registry.providers if isinstance(p, GraphProvider)).graph
+        deadline = time.monotonic() + 5
+        while not graph.memories(source="curated:user") and time.monotonic() < deadline:
+            time.sleep(0.01)  # the mirror into the graph runs in the background
+        assert graph.memories(source="curated:user")
+        memory.remember("Prefers dark roast coffee", type="preference")
+        memory.switch_session("fresh", reset=True)
+        assert memory.system_prompt().count("Prefers tabs over spaces") == 1
+        assert "Prefers dark roast coffee" in memory.system_prompt()
+
+
 def test_providers_hear_of_the_switch_with_its_lineage(tmp_path):
     provider = Lifecycle()
     with _open(tmp_path, provider) as memory:

@@ -231,11 +231,6 @@ class AgentMemory(TypedMemoryAPI):
         ]
         return [(name, text) for name, text in blocks if text]
 
-    def _freeze(self) -> None:
-        """Load the curated store and freeze the system prompt from its snapshot and the bulletin."""
-        self.store.load()
-        self._system_prompt = "\n\n".join(text for _, text in self.prompt_blocks())
-
     def switch_session(
         self, new_session_id: str, *, parent: str | None = None, reset: bool = False, rewound: bool = False
     ) -> None:
@@ -262,8 +257,11 @@ class AgentMemory(TypedMemoryAPI):
             if new_session_id == self._session_key and not self._ended:
                 raise InvalidArgument("new_session_id", f"{new_session_id!r} is already the current session")
             if reset:
-                self._freeze()
+                self.store.load()  # before the providers hear of it: the graph reads the new snapshot
             self.registry.on_session_switch(new_session_id, parent, reset, rewound)
+            if reset:
+                # After them: the graph renders a fresh bulletin for a fresh conversation.
+                self._system_prompt = "\n\n".join(text for _, text in self.prompt_blocks())
             self._session_key = new_session_id
             self._ended = False
             self._turn_number = 0

@@ -166,15 +166,19 @@ def test_extraction_before_compression_returns_what_the_summariser_should_keep(h
     assert "standup" in _prefetch(hermes, "When is the standup?")
 
 
-def test_contexts_other_than_primary_write_nothing(hermes: Hermes) -> None:
-    hermes.run("""
+def test_mnemo_is_off_in_contexts_other_than_primary(hermes: Hermes) -> None:
+    _tell_and_end(hermes)
+    seen = hermes.run("""
         m = manager("cron-1", agent_context="cron")
-        messages = turn(m, "cron-1", "I prefer dark roast coffee in the morning.", "ok")
-        m.notify_memory_tool_write(json.dumps({"success": True}), {"action": "add", "target": "user", "content": "likes coffee"})
+        messages = turn(m, "cron-1", "I prefer green tea in the afternoon.", "ok")
+        m.notify_memory_tool_write(json.dumps({"success": True}), {"action": "add", "target": "user", "content": "likes tea"})
         m.on_session_end(messages)
-        out(sorted(m.get_all_tool_names()))
+        provider = m.providers[0]
+        out({"tools": provider.get_tool_schemas(), "prefetch": m.prefetch_all("What coffee do I like?"),
+             "prompt": m.build_system_prompt()})
     """)
-    assert _prefetch(hermes, "What coffee do I like?") == ""
+    assert seen == {"tools": [], "prefetch": "", "prompt": ""}  # not even a read: recall writes access counts
+    assert "green tea" not in _prefetch(hermes, "What tea do I like?")
 
 
 def test_hermes_state_db_is_untouched_and_nothing_is_written_outside_hermes_home(hermes: Hermes) -> None:

@@ -28,6 +28,7 @@ from .._time import iso
 from ..errors import MnemoError
 from ..safety.fence import sanitize_context
 from ..safety.scan import scan
+from .migrate_curated import CURATED_PREFIX
 from .schema import SCOPE_CLAUSE, SELECT_MEMORY, row_to_memory, scope_params
 from .types import Memory, MemoryType
 
@@ -97,7 +98,8 @@ def _lines(graph: MemoryGraph, kinds: tuple[MemoryType, ...]) -> list[tuple[bool
     # One type per query, in an order an index holds (ties: its rowid order), so the top few are read
     # without sorting the type; a two-type section merges the two tops.
     order = "m.created_at DESC" if recency_first else "m.importance DESC, m.created_at DESC"
-    alive = f"m.forgotten = 0{_UNDISPUTED}"
+    # Curated entries (and their mirrors) are in the system prompt already, in the curated blocks.
+    alive = f"m.forgotten = 0 AND m.source NOT LIKE '{CURATED_PREFIX}%'{_UNDISPUTED}"
     rows = []
     with graph._lock:
         rows += graph._conn.execute(

@@ -22,9 +22,13 @@ MARKER = "curated_import"
 TARGET_TYPES = {"memory": MemoryType.FACT, "user": MemoryType.PREFERENCE}
 
 
+CURATED_PREFIX = "curated:"
+"""How the ``source`` of every graph memory that mirrors a curated entry begins."""
+
+
 def curated_source(target: str) -> str:
     """The ``source`` of graph memories that mirror curated target ``target``."""
-    return f"curated:{target}"
+    return f"{CURATED_PREFIX}{target}"
 
 
 def import_curated(graph: MemoryGraph, memories_dir: str | Path) -> int | None:

@@ -9,7 +9,8 @@ hybrid recall, the bulletin, extraction before compression) and its session arch
 - storage is mnemo's own, in ``HERMES_HOME/mnemo/`` (``mnemo.db``, vectors, ``config.toml``): never
   Hermes' ``state.db``, never outside the profile's home;
 - memories are scoped by Hermes' ``user_id`` (gateway users never see each other's) and agent identity
-  (the profile); contexts other than ``primary`` (subagents, cron, flush) read but never write;
+  (the profile); in contexts other than ``primary`` (subagents, cron, flush) mnemo stays off entirely,
+  because even a recall writes (access counts, vectors) and a session start may run maintenance;
 - every hook returns quickly and never raises into Hermes: a failure is logged with its reason, and the
   agent goes on without memory for that call.
 """
@@ -45,7 +46,6 @@ HOME_DIRNAME = "mnemo"
 TOOL_PREFIX = "mnemo_"
 # Hermes' own tools (memory, session_search) stay Hermes'; these are mnemo's, under prefixed names.
 _EXPOSED_TOOLS = ("recall", "remember", "relate", "forget", "session_search")
-_READ_ONLY_TOOLS = ("recall", "session_search")
 _HERMES_MEMORY_FILES = ("MEMORY.md", "USER.md")
 
 # What `hermes memory setup` asks for; each is one of mnemo's settings, saved in HERMES_HOME/mnemo/config.toml.
@@ -103,7 +103,7 @@ class MnemoMemoryProvider(MemoryProvider):
 
     def __init__(self) -> None:
         self._memory: AgentMemory | None = None
-        self._writes = False
+        self._off = False  # a session other than a primary one: no memory at all, tools included
         self._lock = threading.Lock()
         self._compressions = 0
         self._last_query: str | None = None
@@ -121,6 +121,11 @@ class MnemoMemoryProvider(MemoryProvider):
     @_guarded(None)
     def initialize(self, session_id: str, **kwargs: Any) -> None:
         """Open mnemo's memory for this Hermes session (see the module docstring for where and whose)."""
+        self._off = kwargs.get("agent_context", "primary") != "primary"
+        if self._off:
+            log.info("mnemo: off for this %s session (only primary sessions use memory)", kwargs["agent_context"])
+            self.shutdown()
+            return
         hermes_home = kwargs.get("hermes_home") or _default_hermes_home()
         home = mnemo_home(hermes_home)
         home.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -138,11 +143,10 @@ class MnemoMemoryProvider(MemoryProvider):
             raise
         with self._lock:
             previous, self._memory = self._memory, memory
-            self._writes = kwargs.get("agent_context", "primary") == "primary"
             self._compressions = 0
         if previous is not None:
             previous.close()
-        log.info("mnemo: session %s in %s (%s)", session_id, home, "read-write" if self._writes else "read-only")
+        log.info("mnemo: session %s in %s", session_id, home)
 
     def _adopt_hermes_memories(self, memory: AgentMemory, directory: Path) -> None:
         """Hermes' own curated entries are in its system prompt already: per-turn recall leaves them out,
@@ -160,10 +164,8 @@ class MnemoMemoryProvider(MemoryProvider):
         if entries:
             import_curated(graph.graph, directory)
 
-    def _session(self, *, write: bool = False) -> AgentMemory | None:
+    def _session(self) -> AgentMemory | None:
         with self._lock:
-            if self._memory is None or (write and not self._writes):
-                return None
             return self._memory
 
     @_guarded(None)
@@ -189,7 +191,7 @@ class MnemoMemoryProvider(MemoryProvider):
         memory = self._session()
         if memory is None:
             return
-        memory.end_session(_plain_messages(messages) if self._writes else [])
+        memory.end_session(_plain_messages(messages))
 
     @_guarded(None)
     def shutdown(self) -> None:
@@ -238,7 +240,7 @@ class MnemoMemoryProvider(MemoryProvider):
     ) -> None:
         """Archive the finished turn (with its tool calls when Hermes passes the messages) and start the
         next turn's lookup. Hermes calls this on its background worker, in turn order."""
-        memory = self._session(write=True)
+        memory = self._session()
         if memory is None:
             return
         turn = _last_turn(messages) if messages else None
@@ -250,7 +252,7 @@ class MnemoMemoryProvider(MemoryProvider):
     def on_pre_compress(self, messages: list[dict[str, Any]]) -> str:
         """Extract typed memories from the messages about to be summarised; returns them, one per line,
         for the summariser to keep."""
-        memory = self._session(write=True)
+        memory = self._session()
         if memory is None or not messages:
             return ""
         with self._lock:
@@ -261,14 +263,14 @@ class MnemoMemoryProvider(MemoryProvider):
     @_guarded(None)
     def on_delegation(self, task: str, result: str, *, child_session_id: str = "", **kwargs: Any) -> None:
         """Remember what a subagent was asked and what it answered."""
-        memory = self._session(write=True)
+        memory = self._session()
         if memory is not None and isinstance(task, str) and task.strip():
             memory.delegation_complete(task, str(result or ""), str(child_session_id or ""))
 
     @_guarded(None)
     def on_memory_write(self, action: str, target: str, content: str, metadata: dict[str, Any] | None = None) -> None:
         """Mirror a write of Hermes' built-in ``memory`` tool into the graph (scanned like any write)."""
-        memory = self._session(write=True)
+        memory = self._session()
         if memory is None:
             return
         old_text = (metadata or {}).get("old_text")
@@ -277,16 +279,16 @@ class MnemoMemoryProvider(MemoryProvider):
     # -- tools --------------------------------------------------------------------------------
 
     def get_tool_schemas(self) -> list[dict[str, Any]]:
-        """mnemo's graph tools and its archive search, as ``mnemo_<name>`` (read-only contexts get
-        ``mnemo_recall`` and ``mnemo_session_search`` only)."""
+        """mnemo's graph tools and its archive search, as ``mnemo_<name>``."""
         try:
             memory = self._session()
+            if self._off:
+                return []
             schemas = memory.tools() if memory is not None else _standalone_schemas()
-            allowed = _EXPOSED_TOOLS if memory is None or self._writes else _READ_ONLY_TOOLS
             exposed = []
             for schema in schemas:
                 function = schema.get("function", schema)
-                if function.get("name") in allowed:
+                if function.get("name") in _EXPOSED_TOOLS:
                     exposed.append({**function, "name": TOOL_PREFIX + function["name"]})
             return exposed
         except Exception as exc:  # noqa: BLE001 - Hermes lists tools while it builds the agent
@@ -298,10 +300,9 @@ class MnemoMemoryProvider(MemoryProvider):
         """Run one of :meth:`get_tool_schemas`' tools; always a JSON string."""
         name = tool_name[len(TOOL_PREFIX) :] if tool_name.startswith(TOOL_PREFIX) else tool_name
         memory = self._session()
-        allowed = _EXPOSED_TOOLS if self._writes else _READ_ONLY_TOOLS
         if memory is None:
-            return json.dumps({"success": False, "error": "mnemo has no open session"})
-        if name not in allowed:
+            return json.dumps({"success": False, "error": "mnemo is off for this session (see the log)"})
+        if name not in _EXPOSED_TOOLS:
             return json.dumps({"success": False, "error": f"unknown tool {tool_name!r}"})
         return memory.handle_tool_call(name, args, tool_call_id=kwargs.get("tool_call_id"))
 

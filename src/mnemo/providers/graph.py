@@ -311,11 +311,13 @@ class GraphProvider:
         self, new_session_id: str, parent_session_id: str | None, reset: bool, rewound: bool
     ) -> None:
         """On a reset the curated snapshot was re-frozen: stop leaving out entries it no longer shows
-        (and start leaving out the new ones). Memories belong to the scope, not the session, so
-        nothing else changes."""
+        (and start leaving out the new ones), and render the bulletin afresh for the new conversation.
+        Memories belong to the scope, not the session, so nothing else changes."""
         self._session_key = new_session_id
-        if reset and self._frozen_source is not None:
-            self.set_frozen_entries(self._frozen_source())
+        if reset:
+            if self._frozen_source is not None:
+                self.set_frozen_entries(self._frozen_source())
+            self._bulletin = self._render_bulletin()
 
     def on_delegation(self, task: str, result: str, child_session_id: str) -> None:
         """Remember a finished delegation as an ``event`` memory (scanned like any other; content past
