@@ -15,6 +15,7 @@ import pytest
 
 from mnemo.cli import main
 from mnemo.cli.hermes import MARKER
+from support.homes import make_mnemo_01_home
 
 pytest.importorskip("hermes_constants", reason="needs the hermes extra: pip install -e '.[hermes]'")
 
@@ -196,6 +197,23 @@ def test_hermes_state_db_is_untouched_and_nothing_is_written_outside_hermes_home
     outside_after = sorted(p for p in hermes.root.rglob("*") if hermes.home not in p.parents and p != hermes.home)
     assert outside_after == outside_before
     assert (hermes.home / "mnemo" / "mnemo.db").exists()
+
+
+def test_a_hermes_state_db_shaped_like_mnemos_old_database_is_never_used(hermes: Hermes) -> None:
+    # mnemo 0.1 kept its database in HOME/state.db and still adopts one there; a Hermes home's state.db is
+    # Hermes', whatever it holds.
+    make_mnemo_01_home(hermes.home)
+    state = hermes.home / "state.db"
+    before = hashlib.sha256(state.read_bytes()).hexdigest(), state.stat().st_mtime_ns
+    found = hermes.run("""
+        m = manager("s1")
+        recalled = json.loads(m.handle_tool_call("mnemo_recall", {"query": "quokka service"}))
+        out([recalled["count"], m.prefetch_all("is the quokka migration done?")])
+    """)
+    assert found == [0, ""]
+    assert (hashlib.sha256(state.read_bytes()).hexdigest(), state.stat().st_mtime_ns) == before
+    assert sorted(p.name for p in hermes.home.glob("state.db*")) == ["state.db"]
+    assert (hermes.home / "mnemo" / "mnemo.db").is_file()
 
 
 def test_a_hook_that_fails_never_raises_into_hermes(hermes: Hermes) -> None:
