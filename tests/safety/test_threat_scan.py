@@ -136,6 +136,7 @@ ORDINARY_NOTES = [
     "Post it to the team wiki at https://wiki.example.com/releases.",
     "Upload the build artifacts to s3://ci-artifacts/nightly.",
     "Treat warnings as errors in CI.",
+    "Use the following code style in your code: black, line length 100.",
 ]
 
 HOSTILE_NOTES = [

@@ -312,7 +312,9 @@ _RULES: tuple[tuple[str, str, tuple[tuple[str, ...], ...], str], ...] = (
         r"\b(?:add|adding|insert|include|including|embed|embedding|blend|integrate|incorporate|append|inject|place|put"
         r"|use|utili[sz]e|introduce|leverage|employ|apply|adopt|make|addition\s+of)\s+(?:this|these|the\s+"
         r"(?:following|below|given|above|subsequent|provided|attached)|below|following)\s+(?:\w+\s+){0,2}?"
-        r"(?:code|snippet|script|lines?|block|command|excerpt|section|fragment|segment)s?\b[^\n]{0,80}?\byour\s+"
+        # "code style", "code review", "code conventions" are how to write code, not code to plant
+        r"(?:code|snippet|script|lines?|block|command|excerpt|section|fragment|segment)s?\b"
+        r"(?!\s+(?:style|styles|review|reviews|conventions|formatting|guidelines|standards|owners)\b)[^\n]{0,80}?\byour\s+"
         r"(?:\w+\s+)?(?:code|solution|response|answer|reply|implementation|algorithm|output|program|script"
         r"|elucidation|explanation|approach)\b"
         r"|\byour\s+(?:code|solution|implementation|algorithm|program|script)\s+by\s+(?:adding|embedding|including"
