@@ -127,6 +127,14 @@ async def test_a_memory_is_a_resource_by_id_and_another_users_id_is_not_found(ho
     assert bob_recall["count"] == 0
 
 
+async def test_a_curated_edit_is_recorded_in_history_as_an_mcp_call(home):
+    async with stdio_session(home) as session:
+        await session.call_tool("memory", {"target": "memory", "action": "add", "content": "Deploys on Tuesdays"})
+    with AgentMemory.open("inspect", home) as memory:
+        (record,) = memory.store.history.records("memory")
+    assert record.origin["via"] == "tool" and record.origin["tool_call_id"].startswith("mcp:")
+
+
 async def test_a_curated_edit_announces_that_the_resources_changed(home):
     seen: list = []
     async with stdio_session(home, notifications=seen) as session:

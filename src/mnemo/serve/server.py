@@ -14,6 +14,7 @@ hand one user's memory to another.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import uuid
@@ -156,7 +157,11 @@ class MemoryServer:
             try:
                 # A worker thread: SQLite and the embedder must not stall other connections. It is not
                 # abandoned on cancel, so a client that disconnects mid-call still gets its write finished.
-                result = await anyio.to_thread.run_sync(session.handle_tool_call, params.name, arguments)
+                # The request id names the call in the curated history, marked as coming through MCP.
+                call = functools.partial(
+                    session.handle_tool_call, params.name, arguments, tool_call_id=f"mcp:{ctx.request_id}"
+                )
+                result = await anyio.to_thread.run_sync(call)
             except MnemoError as exc:
                 result = failure(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
             except Exception as exc:  # a bug must cost this call, never the server
