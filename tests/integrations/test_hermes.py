@@ -123,6 +123,18 @@ def test_a_builtin_memory_write_is_mirrored_and_recalled(hermes: Hermes) -> None
     assert "Miso" in _prefetch(hermes, "What is my cat called?")
 
 
+def test_hermes_own_memories_are_imported_once_and_not_repeated_each_turn(hermes: Hermes) -> None:
+    (hermes.home / "memories").mkdir(exist_ok=True)
+    (hermes.home / "memories" / "MEMORY.md").write_text("Staging database listens on port 6543", encoding="utf-8")
+    seen = hermes.run("""
+        m = manager("s1")
+        found = json.loads(m.handle_tool_call("mnemo_recall", {"query": "staging database port"}))
+        out({"recalled": [r["content"] for r in found["results"]], "turn": m.prefetch_all("staging database port")})
+    """)
+    assert seen["recalled"] == ["Staging database listens on port 6543"]
+    assert "6543" not in seen["turn"]  # Hermes' own prompt shows it already
+
+
 def test_a_delegation_is_remembered_and_recalled(hermes: Hermes) -> None:
     hermes.run("""
         m = manager("s1")

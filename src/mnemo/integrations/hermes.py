@@ -34,7 +34,6 @@ from ..config import load_settings
 from ..curated.entries import parse_entries
 from ..curated.files import MemoryFile, UnreadableFile
 from ..errors import ConfigError, InvalidArgument
-from ..graph.migrate_curated import import_curated
 from ..providers import GraphProvider
 from ..providers.configuration import update_settings
 from ..scope import check_id
@@ -104,6 +103,7 @@ class MnemoMemoryProvider(MemoryProvider):
     def __init__(self) -> None:
         self._memory: AgentMemory | None = None
         self._off = False  # a session other than a primary one: no memory at all, tools included
+        self._memories_dir: Path | None = None  # Hermes' MEMORY.md / USER.md
         self._lock = threading.Lock()
         self._compressions = 0
         self._last_query: str | None = None
@@ -134,35 +134,24 @@ class MnemoMemoryProvider(MemoryProvider):
             user_id=scope_id(kwargs.get("user_id"), "user_id"),
             agent_id=scope_id(kwargs.get("agent_identity"), "agent_id"),
         )
+        # The curated entries the graph imports once are Hermes' own (mnemo's curated tier is unused here).
+        memories = Path(hermes_home) / "memories"
+        graph_table = {**settings.providers.get("graph", {}), "memories_dir": str(memories)}
+        settings = settings.model_copy(update={"providers": {**settings.providers, "graph": graph_table}})
         memory = AgentMemory(settings=settings)
         try:
             memory.start_session(str(session_id))
-            self._adopt_hermes_memories(memory, Path(hermes_home) / "memories")
+            _freeze_hermes_entries(memory, memories)
         except BaseException:
             memory.close()
             raise
         with self._lock:
             previous, self._memory = self._memory, memory
+            self._memories_dir = memories
             self._compressions = 0
         if previous is not None:
             previous.close()
         log.info("mnemo: session %s in %s", session_id, home)
-
-    def _adopt_hermes_memories(self, memory: AgentMemory, directory: Path) -> None:
-        """Hermes' own curated entries are in its system prompt already: per-turn recall leaves them out,
-        and the graph imports them once (later edits arrive through :meth:`on_memory_write`)."""
-        graph = _graph_provider(memory)
-        if graph is None:
-            return
-        entries: list[str] = []
-        for filename in _HERMES_MEMORY_FILES:
-            try:
-                entries += parse_entries(MemoryFile(directory / filename).read_text())
-            except UnreadableFile as exc:
-                log.warning("mnemo: cannot read Hermes' %s: %s", filename, exc.reason)
-        graph.set_frozen_entries(entries)
-        if entries:
-            import_curated(graph.graph, directory)
 
     def _session(self) -> AgentMemory | None:
         with self._lock:
@@ -183,6 +172,8 @@ class MnemoMemoryProvider(MemoryProvider):
         memory = self._session()
         if memory is not None:
             memory.switch_session(str(new_session_id), parent=parent_session_id or None, reset=reset, rewound=rewound)
+            if reset and self._memories_dir is not None:
+                _freeze_hermes_entries(memory, self._memories_dir)  # Hermes re-read its files for the new prompt
 
     @_guarded(None)
     def on_session_end(self, messages: list[dict[str, Any]]) -> None:
@@ -346,8 +337,18 @@ def _default_hermes_home() -> Path:
     return Path(get_hermes_home())
 
 
-def _graph_provider(memory: AgentMemory) -> GraphProvider | None:
-    return next((p for p in memory.registry.providers if isinstance(p, GraphProvider)), None)
+def _freeze_hermes_entries(memory: AgentMemory, directory: Path) -> None:
+    """Hermes' own curated entries are in its system prompt: per-turn recall leaves them out."""
+    graph = next((p for p in memory.registry.providers if isinstance(p, GraphProvider)), None)
+    if graph is None:
+        return
+    entries: list[str] = []
+    for filename in _HERMES_MEMORY_FILES:
+        try:
+            entries += parse_entries(MemoryFile(directory / filename).read_text())
+        except UnreadableFile as exc:
+            log.warning("mnemo: cannot read Hermes' %s: %s", filename, exc.reason)
+    graph.set_frozen_entries(entries)
 
 
 def _standalone_schemas() -> list[dict[str, Any]]:
