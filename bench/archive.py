@@ -3,6 +3,7 @@
     python bench/archive.py                      # 10k and 100k messages
     python bench/archive.py --sizes 10000 100000 1000000
     python bench/archive.py --locomo ../shared/data/locomo/locomo_dev.json
+    python bench/archive.py --database-url embedded [--locomo FILE]   # PostgreSQL beside SQLite
 
 Scale: deterministic synthetic conversations (a seeded generator over a Zipf-distributed vocabulary
 of technical and everyday words, with tool calls) are ingested through ``append_many`` one session
@@ -16,6 +17,10 @@ LoCoMo: every turn is a message (``"speaker: text [shares image: caption]"``, th
 ``name``, as a multi-party chat would carry it), every LoCoMo session a session; each category 1-4 question
 with evidence is asked as typed. The last line printed is one JSON object with the scores. The plain
 FTS5 OR-of-terms baseline is computed in the same run.
+
+``--database-url URL`` (or ``embedded``: a PostgreSQL 18 + pgvector started for the run) measures the
+PostgreSQL archive beside SQLite in the same run, on the same data and queries; each engine gets a fresh
+database.
 """
 
 from __future__ import annotations
@@ -36,7 +41,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from mnemo.archive import SessionArchive  # noqa: E402
+import _postgres  # noqa: E402
+from mnemo.archive import open_archive  # noqa: E402
 from mnemo.embeddings import EMBEDDER_NAMES, named_embedder  # noqa: E402
 from mnemo.retrieval import meaningful_terms, or_query  # noqa: E402
 
@@ -147,12 +153,12 @@ def _table(rows: list[list[str]], header: list[str]) -> None:
         print("  ".join(str(x).rjust(w) for x, w in zip(line, widths)))
 
 
-def bench_scale(sizes: list[int], session_length: int, query_count: int, workdir: Path) -> None:
+def _scale_engine(target: str | Path, sizes: list[int], session_length: int, queries: list[str], sqlite_file: Path | None) -> list[list[str]]:
+    """One engine's rows: ingest rate and search latency at each size (and the bare FTS5 floor on SQLite)."""
     synth = Synth()
-    queries = synth.queries(query_count)
     rows = []
-    db = workdir / "scale.db"
-    archive = SessionArchive(db)
+    archive = open_archive(target)
+    engine = "sqlite" if sqlite_file is not None else "postgres"
     ingested = 0
     wall = cpu = 0.0
     for size in sorted(sizes):
@@ -166,29 +172,40 @@ def bench_scale(sizes: list[int], session_length: int, query_count: int, workdir
             ingested += len(batch)
         archive.search("warmup query", limit=5)
         ours, ours_cpu, floor = [], [], []
-        raw = sqlite3.connect(db)
+        raw = sqlite3.connect(sqlite_file) if sqlite_file is not None else None
         for query in queries:
             w0, c0 = time.perf_counter(), time.process_time()
             archive.search(query, limit=5)
             ours.append((time.perf_counter() - w0) * 1000)
             ours_cpu.append((time.process_time() - c0) * 1000)
-            fts = or_query(meaningful_terms(query))
-            w0 = time.perf_counter()
-            raw.execute("SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rank LIMIT 10", (fts,)).fetchall()
-            floor.append((time.perf_counter() - w0) * 1000)
-        raw.close()
+            if raw is not None:
+                fts = or_query(meaningful_terms(query))
+                w0 = time.perf_counter()
+                raw.execute("SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rank LIMIT 10", (fts,)).fetchall()
+                floor.append((time.perf_counter() - w0) * 1000)
+        if raw is not None:
+            raw.close()
         rows.append([
-            f"{size:,}", f"{ingested / wall:,.0f}", f"{ingested / cpu:,.0f}",
+            engine, f"{size:,}", f"{ingested / wall:,.0f}", f"{ingested / cpu:,.0f}",
             f"{_percentile(ours, 50):.2f}", f"{_percentile(ours, 95):.2f}", f"{_percentile(ours_cpu, 95):.2f}",
-            f"{_percentile(floor, 50):.2f}", f"{_percentile(floor, 95):.2f}", f"{db.stat().st_size / 2**20:,.0f}",
+            f"{_percentile(floor, 50):.2f}" if floor else "-", f"{_percentile(floor, 95):.2f}" if floor else "-",
         ])
-        print(f"[{size:,} messages done]", file=sys.stderr, flush=True)
+        print(f"[{engine}: {size:,} messages done]", file=sys.stderr, flush=True)
     archive.close()
+    return rows
+
+
+def bench_scale(sizes: list[int], session_length: int, query_count: int, workdir: Path, database_url: str | None) -> None:
+    queries = Synth().queries(query_count)
+    rows = _scale_engine(workdir / "scale.db", sizes, session_length, queries, workdir / "scale.db")
+    if database_url:
+        with _postgres.server(database_url) as server, _postgres.scratch_database(server) as url:
+            rows += _scale_engine(url, sizes, session_length, queries, None)
     print(f"\nscale: {query_count} queries per level (keywords, rare ids, questions), search(limit=5) grouped with"
           f" neighbours; sessions of {session_length} messages, one append_many per session")
-    print("baseline: bare FTS5 OR-of-terms MATCH ... ORDER BY rank LIMIT 10 on the same database (no filters, no snippets)")
-    _table(rows, ["messages", "ingest msg/s", "ingest msg/s cpu", "search p50 ms", "search p95 ms", "p95 cpu ms",
-                  "bare FTS p50", "bare FTS p95", "db MiB"])
+    print("baseline: bare FTS5 OR-of-terms MATCH ... ORDER BY rank LIMIT 10 on the SQLite database (no filters, no snippets)")
+    _table(rows, ["engine", "messages", "ingest msg/s", "ingest msg/s cpu", "search p50 ms", "search p95 ms",
+                  "p95 cpu ms", "bare FTS p50", "bare FTS p95"])
 
 
 # -- LoCoMo ----------------------------------------------------------------------------------------
@@ -282,13 +299,12 @@ class _Scores:
         return out
 
 
-def bench_locomo(path: Path, workdir: Path, embedder: str = "none") -> dict:
-    samples = json.loads(path.read_text(encoding="utf-8"))
-    ours, baseline = _Scores(), _Scores()
-    for number, sample in enumerate(samples):
+def _locomo_engine(samples: list[dict], targets: Iterator[str | Path], embedder: str, baseline: _Scores | None) -> _Scores:
+    ours = _Scores()
+    for number, (sample, target) in enumerate(zip(samples, targets)):
         conversation = sample.get("conversation", {})
         speaker_a = conversation.get("speaker_a")
-        archive = SessionArchive(workdir / f"locomo-{number}.db", embedder=named_embedder(embedder))
+        archive = open_archive(target, embedder=named_embedder(embedder))
         plain = sqlite3.connect(":memory:")
         plain.execute("CREATE VIRTUAL TABLE turns USING fts5(text, dia_id UNINDEXED, tokenize='porter unicode61')")
         message_dia: dict[int, str] = {}
@@ -304,7 +320,8 @@ def bench_locomo(path: Path, workdir: Path, embedder: str = "none") -> dict:
             ]
             for mid, turn in zip(archive.append_many(sid, messages), turns):
                 message_dia[mid] = turn.get("dia_id")
-            plain.executemany("INSERT INTO turns(text, dia_id) VALUES (?, ?)", [(_turn_text(t), t.get("dia_id")) for t in turns])
+            if baseline is not None:
+                plain.executemany("INSERT INTO turns(text, dia_id) VALUES (?, ?)", [(_turn_text(t), t.get("dia_id")) for t in turns])
         for category, evidence, question, _ in _scored_questions(sample):
             t0 = time.perf_counter()
             hits = archive.search_messages(question, limit=10)
@@ -314,16 +331,43 @@ def bench_locomo(path: Path, workdir: Path, embedder: str = "none") -> dict:
             sessions = [session_label[g.root.id] for g in groups]
             ours.add(category, evidence, turns, sessions, ms)
 
-            baseline.add(category, evidence, *_baseline(plain, question))
+            if baseline is not None:
+                baseline.add(category, evidence, *_baseline(plain, question))
         archive.close()
         plain.close()
-    ours_summary, base_summary = ours.summary(), baseline.summary()
-    print(f"\nLoCoMo retrieval on {path.name} ({ours_summary['questions']} questions, categories 1-4 with evidence)")
-    rows = [[k, f"{base_summary[k]}", f"{ours_summary[k]}"] for k in ours.keys + ["multihop_turn_all@5", "multihop_turn_all@10", "query_ms_p50", "query_ms_p95"]]
-    _table(rows, ["metric", "FTS5 OR baseline (same run)", "mnemo archive"])
-    return {k: ours_summary[k] for k in (
-        "turn_any@5", "turn_all@5", "turn_any@10", "turn_all@10", "session_all@5", "session_all@10",
-        "multihop_turn_all@5", "questions", "query_ms_p50", "query_ms_p95")}
+    return ours
+
+
+def _postgres_databases(url: str) -> Iterator[str]:
+    """A fresh database per conversation, each dropped when the next one is asked for (or at the end)."""
+    with _postgres.server(url) as server:
+        while True:
+            with _postgres.scratch_database(server) as database:
+                yield database
+
+
+def bench_locomo(path: Path, workdir: Path, embedder: str = "none", database_url: str | None = None) -> dict:
+    samples = json.loads(path.read_text(encoding="utf-8"))
+    baseline = _Scores()
+    engines = {"sqlite": _locomo_engine(samples, (workdir / f"locomo-{n}.db" for n in itertools.count()), embedder, baseline)}
+    if database_url:
+        databases = _postgres_databases(database_url)
+        try:
+            engines["postgres"] = _locomo_engine(samples, databases, embedder, None)
+        finally:
+            databases.close()  # type: ignore[attr-defined]
+    summaries = {name: scores.summary() for name, scores in engines.items()}
+    base_summary = baseline.summary()
+    print(f"\nLoCoMo retrieval on {path.name} ({base_summary['questions']} questions, categories 1-4 with evidence)")
+    metrics = baseline.keys + ["multihop_turn_all@5", "multihop_turn_all@10", "query_ms_p50", "query_ms_p95"]
+    rows = [[k, f"{base_summary[k]}", *(f"{summary[k]}" for summary in summaries.values())] for k in metrics]
+    _table(rows, ["metric", "FTS5 OR baseline (same run)", *(f"mnemo archive ({name})" for name in summaries)])
+    keys = ("turn_any@5", "turn_all@5", "turn_any@10", "turn_all@10", "session_all@5", "session_all@10",
+            "multihop_turn_all@5", "questions", "query_ms_p50", "query_ms_p95")
+    result = {k: summaries["sqlite"][k] for k in keys}
+    if "postgres" in summaries:
+        result["postgres"] = {k: summaries["postgres"][k] for k in keys}
+    return result
 
 
 def main() -> int:
@@ -336,14 +380,15 @@ def main() -> int:
     parser.add_argument("--embedder", choices=EMBEDDER_NAMES, default="none",
                         help="the archive's vector channel for --locomo (as the archive_embedder setting)")
     parser.add_argument("--workdir", type=Path, help="where to put the databases (default: a temporary directory)")
+    parser.add_argument("--database-url", help="also measure PostgreSQL: a server URL to make scratch databases on, or 'embedded'")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
         if args.locomo:
-            result = bench_locomo(args.locomo, Path(tmp), args.embedder)
+            result = bench_locomo(args.locomo, Path(tmp), args.embedder, args.database_url)
             print(json.dumps(result))
             return 0
         sizes = [10_000, 100_000, 1_000_000] if args.full else args.sizes
-        bench_scale(sizes, args.session_length, args.queries, Path(tmp))
+        bench_scale(sizes, args.session_length, args.queries, Path(tmp), args.database_url)
     return 0
 
 

@@ -142,7 +142,7 @@ class AgentMemory(TypedMemoryAPI):
         if self.settings.archive_enabled:
             builtin.append(
                 ArchiveProvider(
-                    self.settings.database_path,
+                    self.settings.database_target,
                     embedder=models[self.settings.archive_embedder],
                     scope=self.settings.scope,
                 )

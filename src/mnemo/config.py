@@ -92,7 +92,9 @@ class Settings(BaseModel):
     compress_timeout: float = Field(120.0, gt=0)
     shutdown_timeout: float = Field(15.0, gt=0)
 
-    # session archive and memory graph
+    # session archive and memory graph: in HOME/mnemo.db (unset), or in the PostgreSQL database this
+    # postgresql:// URL names (several hosts sharing one memory; see mnemo.postgres)
+    database_url: str | None = None
     archive_enabled: bool = True
     graph_enabled: bool = True
     graph_context_chars: int = Field(1500, ge=0)
@@ -161,6 +163,18 @@ class Settings(BaseModel):
         if self.curated_per_user and self.user_id:
             return self.home / "users" / path_segment(self.user_id) / "memories"
         return self.home / "memories"
+
+    @field_validator("database_url")
+    @classmethod
+    def _database_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("postgresql://", "postgres://")):
+            raise ValueError("must be a postgresql:// URL (leave it unset for the SQLite database in the home)")
+        return value or None
+
+    @property
+    def database_target(self) -> str | Path:
+        """Where the archive and graph live: the ``database_url`` when set, else :attr:`database_path`."""
+        return self.database_url if self.database_url else self.database_path
 
     @property
     def database_path(self) -> Path:

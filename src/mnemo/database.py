@@ -69,7 +69,8 @@ def known_versions() -> dict[str, int]:
     }
 
 
-def _owner(table: str) -> str | None:
+def table_owner(table: str) -> str | None:
+    """The mnemo component a table of this name belongs to (``archive``, ``graph``), or ``None``."""
     if table in _ARCHIVE_TABLES or table.startswith(_ARCHIVE_PREFIX):
         return "archive"
     if table.startswith(_GRAPH_PREFIX):
@@ -126,8 +127,8 @@ def check_owned(
     if not tables:
         return {}
     # Tables no mnemo component could have made are named first: they tell whose file it is.
-    unowned = sorted((t for t in tables if t != "schema_versions" and _owner(t) not in versions),
-                     key=lambda t: (_owner(t) is not None, t))  # fmt: skip
+    unowned = sorted((t for t in tables if t != "schema_versions" and table_owner(t) not in versions),
+                     key=lambda t: (table_owner(t) is not None, t))  # fmt: skip
     if unowned:
         shown = ", ".join(unowned[:5]) + (", …" if len(unowned) > 5 else "")
         raise ForeignDatabase(path, f"tables not made by mnemo: {shown}")

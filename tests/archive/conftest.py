@@ -4,16 +4,26 @@ from pathlib import Path
 
 import pytest
 
-from mnemo.archive import SessionArchive
+from mnemo.archive import Archive, open_archive
+
+ENGINES = ("sqlite", "postgres")
+
+
+@pytest.fixture(params=ENGINES)
+def archive_target(request: pytest.FixtureRequest, tmp_path: Path) -> str | Path:
+    """Where an archive lives, once per engine: an SQLite file, or a fresh PostgreSQL database."""
+    if request.param == "postgres":
+        return request.getfixturevalue("postgres_url")
+    return tmp_path / "state.db"
 
 
 @pytest.fixture
-def archive(tmp_path: Path):
-    with SessionArchive(tmp_path / "state.db") as opened:
+def archive(archive_target):
+    with open_archive(archive_target) as opened:
         yield opened
 
 
-def conversation(archive: SessionArchive, texts: list[str], **session) -> tuple[str, list[int]]:
+def conversation(archive: Archive, texts: list[str], **session) -> tuple[str, list[int]]:
     """A session whose messages alternate user/assistant with ``texts``; returns (id, message ids)."""
     session_id = archive.start_session(**session)
     messages = [{"role": "user" if i % 2 == 0 else "assistant", "content": t} for i, t in enumerate(texts)]

@@ -1,22 +1,18 @@
-"""SessionArchive scopes: every read path confined to the archive's own (user, agent, channel) triple."""
+"""Archive scopes: every read path confined to the archive's own (user, agent, channel) triple, on both
+engines (two archive objects over one SQLite file, or over one PostgreSQL database)."""
 
 from __future__ import annotations
 
 import pytest
 
-from mnemo.archive import SessionArchive, SessionNotFound
+from mnemo.archive import SessionNotFound, open_archive
 from mnemo.errors import InvalidArgument
 from mnemo.scope import Scope
 
 
 @pytest.fixture
-def path(tmp_path):
-    return tmp_path / "mnemo.db"
-
-
-@pytest.fixture
-def alice(path):
-    with SessionArchive(path, scope=Scope("alice")) as archive:
+def alice(archive_target):
+    with open_archive(archive_target, scope=Scope("alice")) as archive:
         archive.start_session("a-root")
         archive.append_many("a-root", [{"role": "user", "content": "the walrus budget is approved"}])
         archive.start_session("a-child", parent_session_id="a-root")
@@ -25,8 +21,8 @@ def alice(path):
 
 
 @pytest.fixture
-def bob(path, alice):
-    with SessionArchive(path, scope=Scope("bob")) as archive:
+def bob(archive_target, alice):
+    with open_archive(archive_target, scope=Scope("bob")) as archive:
         archive.start_session("b-1")
         archive.append_many("b-1", [{"role": "user", "content": "my walrus poster arrived"}])
         yield archive

@@ -1,4 +1,5 @@
-"""Several processes append to one archive at once: nothing is lost, everything is searchable."""
+"""Several processes append to one archive at once (one SQLite file, or one PostgreSQL database standing for
+several hosts): nothing is lost, everything is searchable."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mnemo.archive import SessionArchive
+from mnemo.archive import open_archive
 
 _WORKERS = 4
 _MESSAGES = 500
@@ -16,11 +17,11 @@ _MESSAGES = 500
 _WORKER = """
 import sys, time
 from pathlib import Path
-from mnemo.archive import SessionArchive
+from mnemo.archive import open_archive
 db, worker, count, go = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4])
 while not go.exists():
     time.sleep(0.005)
-with SessionArchive(db) as archive:
+with open_archive(db) as archive:
     sid = archive.start_session(f"worker-{worker}")
     for start in range(0, count, 5):
         archive.append_many(sid, [
@@ -29,9 +30,9 @@ with SessionArchive(db) as archive:
 """
 
 
-def test_four_processes_appending_lose_nothing(tmp_path: Path):
-    db = tmp_path / "state.db"
-    SessionArchive(db).close()  # schema in place before the race
+def test_four_processes_appending_lose_nothing(tmp_path: Path, archive_target):
+    db = archive_target
+    open_archive(db).close()  # schema in place before the race
     go = tmp_path / "go"
     procs = [
         subprocess.Popen([sys.executable, "-c", _WORKER, str(db), str(w), str(_MESSAGES), str(go)])
@@ -39,7 +40,7 @@ def test_four_processes_appending_lose_nothing(tmp_path: Path):
     ]
     go.touch()
     assert [p.wait(timeout=120) for p in procs] == [0] * _WORKERS
-    with SessionArchive(db) as archive:
+    with open_archive(db) as archive:
         assert archive.count_messages() == _WORKERS * _MESSAGES
         for w in range(_WORKERS):
             assert archive.get_session(f"worker-{w}").message_count == _MESSAGES
@@ -48,8 +49,8 @@ def test_four_processes_appending_lose_nothing(tmp_path: Path):
         assert archive.check_index(repair=False)
 
 
-def test_processes_creating_the_schema_at_once_all_succeed(tmp_path: Path):
-    db = tmp_path / "state.db"
-    code = "import sys; from mnemo.archive import SessionArchive; SessionArchive(sys.argv[1]).close()"
+def test_processes_creating_the_schema_at_once_all_succeed(archive_target):
+    db = archive_target
+    code = "import sys; from mnemo.archive import open_archive; open_archive(sys.argv[1]).close()"
     procs = [subprocess.Popen([sys.executable, "-c", code, str(db)]) for _ in range(4)]
     assert [p.wait(timeout=60) for p in procs] == [0] * 4

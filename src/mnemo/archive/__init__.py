@@ -1,10 +1,22 @@
-"""The session archive: every message of every session in SQLite, searchable through FTS5."""
+"""The session archive: every message of every session, searchable in milliseconds: in SQLite with FTS5 by
+default, in PostgreSQL when a ``postgresql://`` database URL is given (see :func:`open_archive`)."""
 
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .base import Archive, SessionNotFound
 from .importer import ImportReport, import_jsonl
 from .records import Hit, SessionHits, SessionInfo, StoredMessage
-from .store import SessionArchive, SessionNotFound
+from .store import SessionArchive
+
+if TYPE_CHECKING:
+    from ..embeddings.protocol import Embedder
+    from ..scope import Scope
 
 __all__ = [
+    "Archive",
     "Hit",
     "ImportReport",
     "SessionArchive",
@@ -13,4 +25,17 @@ __all__ = [
     "SessionNotFound",
     "StoredMessage",
     "import_jsonl",
+    "open_archive",
 ]
+
+
+def open_archive(target: str | Path, *, embedder: Embedder | None = None, scope: Scope | None = None) -> Archive:
+    """The archive at ``target``: a ``postgresql://`` URL opens :class:`~mnemo.postgres.PostgresArchive`,
+    anything else is the path of an SQLite file (:class:`SessionArchive`)."""
+    from ..postgres.connection import is_url
+
+    if is_url(target):
+        from ..postgres.archive import PostgresArchive
+
+        return PostgresArchive(str(target), embedder=embedder, scope=scope)
+    return SessionArchive(target, embedder=embedder, scope=scope)

@@ -20,10 +20,11 @@ import math
 import re
 import sqlite3
 import time
+from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from ..errors import InvalidArgument
 from ..retrieval import (
@@ -42,8 +43,12 @@ from ..retrieval.names import names_mentioned
 from ..scope import Scope
 from .records import HIDDEN_SOURCES
 
-if TYPE_CHECKING:
-    from .vectors import MessageVectors
+
+class VectorChannel(Protocol):
+    """An engine's message vectors: the ``k`` messages nearest to ``query`` as ``(id, cosine)``, best first."""
+
+    def search(self, conn: Any, query: str, k: int) -> list[tuple[int, float]]: ...
+
 
 HIGHLIGHT = ("**", "**")
 SORTS = ("relevance", "newest", "oldest")
@@ -64,7 +69,7 @@ SESSION_B = 0.75
 # Below MATCH_BUDGET, so a probe cut short is never counted; on LoCoMo 50 scored within 0.002 of 500.
 SESSION_TEXT_MATCHES = 100
 # Whether a message asks is read from its end; a long tool output need not be loaded whole for that.
-_ASKS_TAIL = 500
+ASKS_TAIL = 500
 _LIKE_SNIPPET_CHARS = 40
 
 
@@ -130,7 +135,7 @@ class Match:
     fts_query: str = ""
 
 
-def _order(sort: str, score: str) -> str:
+def order_clause(sort: str, score: str) -> str:
     if sort == "newest":
         return "m.created_at DESC, m.id DESC"
     if sort == "oldest":
@@ -149,7 +154,7 @@ def _fts_matches(
     rows = conn.execute(
         f"SELECT m.id, {score} AS score FROM {table} JOIN messages m ON m.id = {table}.rowid "
         f"JOIN sessions s ON s.id = m.session_id WHERE {table} MATCH ? AND {where}{extra_where} "
-        f"ORDER BY {_order(sort, 'score')} LIMIT ?",
+        f"ORDER BY {order_clause(sort, 'score')} LIMIT ?",
         (fts_query, *params, *extra_params, limit),
     ).fetchall()
     return [(row[0], row[1]) for row in rows]
@@ -229,7 +234,7 @@ def highlight(text: str, fts_query: str, *, tokens: int = _SNIPPET_TOKENS) -> st
     return "".join(pieces).strip()
 
 
-def _like_snippet(text: str, needles: Sequence[str]) -> str:
+def like_snippet(text: str, needles: Sequence[str]) -> str:
     positions = [(text.find(n), n) for n in needles if n and text.find(n) >= 0]
     if not positions:
         return text[: 2 * _LIKE_SNIPPET_CHARS]
@@ -245,19 +250,44 @@ def _like_snippet(text: str, needles: Sequence[str]) -> str:
     )
 
 
-def _like_escape(term: str) -> str:
+def like_pattern(term: str) -> str:
     return "%" + term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
-class Searcher:
-    """Runs searches on one connection; the caller holds the connection's lock."""
+class BaseSearcher(ABC):
+    """Runs searches on one connection (the caller holds it): the query plan and the ranking, the same on
+    every engine. Each engine supplies how a phrase query is matched and scored (:meth:`_bounded`,
+    :meth:`_run_fts`, :meth:`_probe`), CJK search, and the few columns ranking reads (:meth:`_rank_rows`)."""
 
-    def __init__(self, conn: sqlite3.Connection, *, trigram: bool, vectors: MessageVectors | None = None) -> None:
+    def __init__(self, conn: Any, *, vectors: VectorChannel | None = None) -> None:
         self._conn = conn
-        self._trigram = trigram
         self._vectors = vectors
         self._probes: dict[str, list[int]] = {}  # the strict query and its fallback share terms
         self._session_texts: dict[tuple[str, ...], dict[str, float]] = {}  # and so do their two rankings
+
+    @abstractmethod
+    def _run_fts(self, fts_query: str, limit: int, filters: Filters, sort: str) -> list[Match]:
+        """Messages matching ``fts_query`` (mnemo's FTS5-syntax query), ranked by the engine's text score."""
+
+    @abstractmethod
+    def _bounded(self, phrases: list[str], joiner: str, limit: int, filters: Filters, sort: str) -> list[Match]:
+        """``phrases`` joined by ``joiner`` (implicit AND or OR), matched and scored within a bounded cost."""
+
+    @abstractmethod
+    def _probe(self, phrase: str) -> list[int]:
+        """The ids of ``phrase``'s most recent matches, newest first, at most ``MATCH_BUDGET``."""
+
+    @abstractmethod
+    def _find_cjk(self, pieces: list[str], explicit: bool, limit: int, filters: Filters, sort: str) -> list[Match]:
+        """Search for text with CJK characters, which has no spaces between its words."""
+
+    @abstractmethod
+    def _rank_rows(self, ids: Sequence[int]) -> list[tuple[int, str, str, object, float]]:
+        """``(id, session_id, end of content, participant name, created_at)`` of the messages ``ids``."""
+
+    def _table_snippets(self, table: str, fts_query: str, ids: list[int]) -> dict[int, str]:
+        """Snippets the engine's own index makes, for matches not from the main full-text index."""
+        return {}
 
     def find(self, query: str, *, limit: int, filters: Filters, sort: str = "relevance") -> list[Match]:
         """Up to ``limit`` matching messages, best first (or by time when ``sort`` says so)."""
@@ -281,7 +311,7 @@ class Searcher:
                 loose = self._bounded(fallback, " OR ", pool, filters, sort)
             similar = self._similar(query, " OR ".join(fallback) or parsed.strict, pool, filters, sort)
             if loose or similar:
-                found = _merge(found, self._rank(loose, sort, query, fallback, similar), limit)
+                found = merge_matches(found, self._rank(loose, sort, query, fallback, similar), limit)
         return found
 
     def _similar(self, query: str, fts_query: str, limit: int, filters: Filters, sort: str) -> list[Match]:
@@ -305,11 +335,7 @@ class Searcher:
         by_id = {m.message_id: m for m in similar}
         by_id.update({m.message_id: m for m in matches})
         ids = list(by_id)
-        rows = self._conn.execute(
-            f"SELECT id, session_id, substr(content, -{_ASKS_TAIL}), json_extract(extra, '$.name'), created_at"
-            f" FROM messages WHERE id IN ({','.join('?' * len(ids))})",
-            ids,
-        ).fetchall()
+        rows = self._rank_rows(ids)
         placements = {mid: Placement(session, mid, asks_question(tail)) for mid, session, tail, *_ in rows}
         named = names_mentioned(query, {name for *_, name, _ in rows if isinstance(name, str) and name})
         focus = {mid for mid, *_, name, _ in rows if name in named}
@@ -371,6 +397,73 @@ class Searcher:
         ids = list(ids)
         return dict(self._conn.execute(f"{select} WHERE id IN ({','.join('?' * len(ids))})", ids).fetchall())
 
+    def _filtered(
+        self, ranked: list[tuple[int, float]], fts_query: str, limit: int, filters: Filters, sort: str
+    ) -> list[Match]:
+        """The first ``limit`` of ``ranked`` (rowid, score) that pass ``filters``, in ``sort`` order."""
+        if sort == "newest":
+            ranked = sorted(ranked, key=lambda item: -item[0])
+        elif sort == "oldest":
+            ranked = sorted(ranked, key=lambda item: item[0])
+        where, params = filters.sql()
+        kept: list[Match] = []
+        chunk = max(4 * limit, 200)
+        for offset in range(0, len(ranked), chunk):
+            part = ranked[offset : offset + chunk]
+            allowed = {row[0] for row in self._conn.execute(
+                f"SELECT m.id FROM messages m JOIN sessions s ON s.id = m.session_id"
+                f" WHERE m.id IN ({','.join('?' * len(part))}) AND {where}",
+                (*(rowid for rowid, _ in part), *params),
+            ).fetchall()}
+            kept.extend(Match(rowid, score, None, "messages_fts", fts_query) for rowid, score in part if rowid in allowed)
+            if len(kept) >= limit:
+                break
+        return kept[:limit]
+
+    def with_snippets(self, matches: Sequence[Match]) -> list[Match]:
+        """``matches`` with their highlighted snippets filled in."""
+        pending: dict[tuple[str, str], list[int]] = {}
+        for match in matches:
+            if match.snippet is None:
+                pending.setdefault((match.table, match.fts_query), []).append(match.message_id)
+        found: dict[tuple[str, str, int], str] = {}
+        for (table, fts_query), ids in pending.items():
+            if table == "messages_fts":
+                texts = self._conn.execute(
+                    f"SELECT id, content, tool_name, tool_text FROM messages WHERE id IN ({','.join('?' * len(ids))})", ids
+                ).fetchall()
+                for mid, content, tool_name, tool_text in texts:
+                    # The match may be in the tool name or call rather than the prose.
+                    candidates = [t for t in (content, tool_text, tool_name) if t]
+                    snippets = [highlight(t, fts_query) for t in candidates] or [""]
+                    found[(table, fts_query, mid)] = max(snippets, key=lambda x: x.count(HIGHLIGHT[0]))
+            else:
+                for mid, text in self._table_snippets(table, fts_query, ids).items():
+                    found[(table, fts_query, mid)] = text
+        return [
+            m if m.snippet is not None else replace(m, snippet=found.get((m.table, m.fts_query, m.message_id), ""))
+            for m in matches
+        ]
+
+
+class Searcher(BaseSearcher):
+    """Search on SQLite: FTS5 bm25 over ``messages_fts``, bounded probes for common terms, and the trigram
+    index ``messages_cjk`` for CJK text."""
+
+    def __init__(self, conn: sqlite3.Connection, *, trigram: bool, vectors: VectorChannel | None = None) -> None:
+        super().__init__(conn, vectors=vectors)
+        self._trigram = trigram
+
+    def _rank_rows(self, ids: Sequence[int]) -> list[tuple[int, str, str, object, float]]:
+        return self._conn.execute(
+            f"SELECT id, session_id, substr(content, -{ASKS_TAIL}), json_extract(extra, '$.name'), created_at"
+            f" FROM messages WHERE id IN ({','.join('?' * len(ids))})",
+            list(ids),
+        ).fetchall()
+
+    def _table_snippets(self, table: str, fts_query: str, ids: list[int]) -> dict[int, str]:
+        return _snippets(self._conn, table, fts_query, ids)
+
     def _run_fts(self, fts_query: str, limit: int, filters: Filters, sort: str, min_rowid: int | None = None) -> list[Match]:
         ranked = _fts_matches(self._conn, "messages_fts", _BM25, fts_query, filters, sort, limit, min_rowid=min_rowid)
         return [Match(mid, score, None, "messages_fts", fts_query) for mid, score in ranked]
@@ -430,54 +523,6 @@ class Searcher:
                     scores[rowid] = scores.get(rowid, 0.0) - idf
         return self._filtered(sorted(scores.items(), key=lambda item: (item[1], -item[0])), full, limit, filters, sort)
 
-    def _filtered(
-        self, ranked: list[tuple[int, float]], fts_query: str, limit: int, filters: Filters, sort: str
-    ) -> list[Match]:
-        """The first ``limit`` of ``ranked`` (rowid, score) that pass ``filters``, in ``sort`` order."""
-        if sort == "newest":
-            ranked = sorted(ranked, key=lambda item: -item[0])
-        elif sort == "oldest":
-            ranked = sorted(ranked, key=lambda item: item[0])
-        where, params = filters.sql()
-        kept: list[Match] = []
-        chunk = max(4 * limit, 200)
-        for offset in range(0, len(ranked), chunk):
-            part = ranked[offset : offset + chunk]
-            allowed = {row[0] for row in self._conn.execute(
-                f"SELECT m.id FROM messages m JOIN sessions s ON s.id = m.session_id"
-                f" WHERE m.id IN ({','.join('?' * len(part))}) AND {where}",
-                (*(rowid for rowid, _ in part), *params),
-            ).fetchall()}
-            kept.extend(Match(rowid, score, None, "messages_fts", fts_query) for rowid, score in part if rowid in allowed)
-            if len(kept) >= limit:
-                break
-        return kept[:limit]
-
-    def with_snippets(self, matches: Sequence[Match]) -> list[Match]:
-        """``matches`` with their highlighted snippets filled in."""
-        pending: dict[tuple[str, str], list[int]] = {}
-        for match in matches:
-            if match.snippet is None:
-                pending.setdefault((match.table, match.fts_query), []).append(match.message_id)
-        found: dict[tuple[str, str, int], str] = {}
-        for (table, fts_query), ids in pending.items():
-            if table == "messages_fts":
-                texts = self._conn.execute(
-                    f"SELECT id, content, tool_name, tool_text FROM messages WHERE id IN ({','.join('?' * len(ids))})", ids
-                ).fetchall()
-                for mid, content, tool_name, tool_text in texts:
-                    # The match may be in the tool name or call rather than the prose.
-                    candidates = [t for t in (content, tool_text, tool_name) if t]
-                    snippets = [highlight(t, fts_query) for t in candidates] or [""]
-                    found[(table, fts_query, mid)] = max(snippets, key=lambda x: x.count(HIGHLIGHT[0]))
-            else:
-                for mid, text in _snippets(self._conn, table, fts_query, ids).items():
-                    found[(table, fts_query, mid)] = text
-        return [
-            m if m.snippet is not None else replace(m, snippet=found.get((m.table, m.fts_query, m.message_id), ""))
-            for m in matches
-        ]
-
     # -- CJK --------------------------------------------------------------------------------------
 
     def _find_cjk(self, pieces: list[str], explicit: bool, limit: int, filters: Filters, sort: str) -> list[Match]:
@@ -487,12 +532,12 @@ class Searcher:
         if len(found) < limit and not explicit:
             grams = [g for p in long_terms for g in (cjk_ngrams(p) if has_cjk(p) else [p])]
             if len(grams) > 1 or short_terms:
-                found = _merge(found, self._cjk_any(grams, short_terms, limit, filters, sort), limit)
+                found = merge_matches(found, self._cjk_any(grams, short_terms, limit, filters, sort), limit)
         return found
 
     def _cjk_all(self, long_terms: list[str], short_terms: list[str], limit: int, filters: Filters, sort: str) -> list[Match]:
         likes = "".join(" AND m.content LIKE ? ESCAPE '\\'" for _ in short_terms)
-        like_params = [_like_escape(t) for t in short_terms]
+        like_params = [like_pattern(t) for t in short_terms]
         if long_terms:
             fts_query = " AND ".join(_trigram_quote(t) for t in long_terms)
             ranked = _fts_matches(
@@ -508,7 +553,7 @@ class Searcher:
             ranked = _fts_matches(self._conn, "messages_cjk", "bm25(messages_cjk)", fts_query, filters, sort, limit)
             found = [Match(mid, score, None, "messages_cjk", fts_query) for mid, score in ranked]
         if short_terms and len(found) < limit:
-            found = _merge(found, self._like(short_terms, " OR ", limit, filters, sort), limit)
+            found = merge_matches(found, self._like(short_terms, " OR ", limit, filters, sort), limit)
         return found
 
     def _like(self, terms: list[str], joiner: str, limit: int, filters: Filters, sort: str) -> list[Match]:
@@ -518,17 +563,17 @@ class Searcher:
         rows = self._conn.execute(
             f"SELECT m.id, m.content FROM messages m JOIN sessions s ON s.id = m.session_id "
             f"WHERE m.has_cjk = 1 AND ({likes}) AND {where} "
-            f"ORDER BY {_order('oldest' if sort == 'oldest' else 'newest', '0')} LIMIT ?",
-            (*(_like_escape(t) for t in terms), *params, limit),
+            f"ORDER BY {order_clause('oldest' if sort == 'oldest' else 'newest', '0')} LIMIT ?",
+            (*(like_pattern(t) for t in terms), *params, limit),
         ).fetchall()
-        return [Match(row[0], 0.0, _like_snippet(row[1], terms)) for row in rows]
+        return [Match(row[0], 0.0, like_snippet(row[1], terms)) for row in rows]
 
 
 def _trigram_quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-def _merge(first: list[Match], second: list[Match], limit: int) -> list[Match]:
+def merge_matches(first: list[Match], second: list[Match], limit: int) -> list[Match]:
     """Strict hits keep their lead; fallback hits fill the remaining places."""
     seen = {m.message_id for m in first}
     merged = list(first)

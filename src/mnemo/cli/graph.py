@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .._time import iso
-from ..archive import SessionArchive
+from ..archive import open_archive
 from ..curated.files import atomic_write
 from ..embeddings import named_embedder
 from ..errors import InvalidArgument
@@ -235,7 +235,7 @@ def _extract(args: argparse.Namespace) -> int:
     else:
         llm, extractor = None, None
     try:
-        with _graph(args) as graph, SessionArchive(settings.database_path, scope=settings.scope) as archive:
+        with _graph(args) as graph, open_archive(settings.database_target, scope=settings.scope) as archive:
             if args.session:
                 missing = [s for s in args.session if archive.get_session(s) is None]
                 if missing:
@@ -351,7 +351,7 @@ def _embed_archive(args: argparse.Namespace) -> dict[str, Any]:
     embedder = named_embedder(settings.archive_embedder)
     if embedder is None:
         return {"embedder": None, "embedded": 0, "pending": None}
-    with SessionArchive(settings.database_path, embedder=embedder) as archive:
+    with open_archive(settings.database_target, embedder=embedder) as archive:
         done = 0
         with progress(archive.pending_embeddings(), "embedding archived messages") as advance:
             while count := archive.embed_pending(_EMBED_STEP):

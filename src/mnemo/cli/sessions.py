@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .._time import iso
-from ..archive import SessionArchive
+from ..archive import Archive, open_archive
 from ..archive.importer import ImportReport, import_jsonl
 from ..archive.records import ROLES
 from ..embeddings import named_embedder
@@ -16,9 +16,9 @@ from ._output import CliError, lines, print_json, print_table, progress
 from ._settings import settings_for
 
 
-def _archive(args: argparse.Namespace) -> SessionArchive:
+def _archive(args: argparse.Namespace) -> Archive:
     settings = settings_for(args)
-    return SessionArchive(settings.database_path, embedder=named_embedder(settings.archive_embedder), scope=settings.scope)
+    return open_archive(settings.database_target, embedder=named_embedder(settings.archive_embedder), scope=settings.scope)
 
 
 def _short(text: str, width: int = 100) -> str:

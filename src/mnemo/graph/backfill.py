@@ -20,7 +20,7 @@ from .extraction import ExtractionReport, Extractor, extract_messages, extracted
 from .store import MemoryGraph
 
 if TYPE_CHECKING:
-    from ..archive import SessionArchive
+    from ..archive import Archive
     from ..archive.records import StoredMessage
 
 BATCH = 64
@@ -29,7 +29,7 @@ BATCH = 64
 _PAGE = 10_000
 
 
-def archived_sessions(archive: SessionArchive) -> Iterator[str]:
+def archived_sessions(archive: Archive) -> Iterator[str]:
     """Every session of the archive's scope, oldest first (subagent and tool sessions included)."""
     offset = 0
     while page := archive.list_sessions(limit=_PAGE, offset=offset, include_hidden=True, order="oldest"):
@@ -37,7 +37,7 @@ def archived_sessions(archive: SessionArchive) -> Iterator[str]:
         offset += len(page)
 
 
-def pending_messages(graph: MemoryGraph, archive: SessionArchive, session_ids: Iterable[str]) -> int:
+def pending_messages(graph: MemoryGraph, archive: Archive, session_ids: Iterable[str]) -> int:
     """How many archived messages of ``session_ids`` have not been extracted yet (the progress total)."""
     total = 0
     for session_id in session_ids:
@@ -57,7 +57,7 @@ def _as_message(stored: StoredMessage) -> dict[str, Any]:
 
 def backfill(
     graph: MemoryGraph,
-    archive: SessionArchive,
+    archive: Archive,
     session_ids: Iterable[str],
     *,
     extractor: Extractor = extract_by_rules,

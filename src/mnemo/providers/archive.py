@@ -10,12 +10,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..archive import Archive, open_archive
 from ..archive.records import SessionHits
-from ..archive.store import SessionArchive
 from ..database import refuse_old_config_key
 from ..embeddings import preload
 from ..errors import InvalidArgument, MnemoError, excerpt
 from ..llm import LLM
+from ..postgres.connection import is_url
 from ..scope import Scope
 
 # The module, not its names: the tool imports the archive, so either may be imported first.
@@ -32,11 +33,12 @@ TOOL_NAME = "session_search"
 
 
 class ArchiveProvider:
-    """Provider wrapper around a :class:`SessionArchive`.
+    """Provider wrapper around a session archive (:class:`~mnemo.archive.Archive`, on SQLite or PostgreSQL).
 
     Give it an archive to borrow (it is never closed here, and keeps its own scope), or the database
-    path (or nothing), in which case the archive is opened in :meth:`initialize` (at that path, else
-    ``config["database"]``, else the home's database, see :mod:`mnemo.database`) for ``scope`` (else
+    path or ``postgresql://`` URL (or nothing), in which case the archive is opened in :meth:`initialize`
+    (there, else ``config["database"]``, else the home's ``database_url`` or database, see
+    :mod:`mnemo.database`) for ``scope`` (else
     the config's ``user_id`` / ``agent_id`` / ``channel_id``) and closed by :meth:`shutdown`.
 
     With an ``embedder``, searches add a vector channel; new messages are embedded after each turn,
@@ -49,7 +51,7 @@ class ArchiveProvider:
 
     def __init__(
         self,
-        archive: SessionArchive | str | os.PathLike[str] | None = None,
+        archive: Archive | str | os.PathLike[str] | None = None,
         *,
         path: str | os.PathLike[str] | None = None,
         summarizer: LLM | None = None,
@@ -63,7 +65,7 @@ class ArchiveProvider:
         self._owned_summarizer: Any = None  # a client built from settings here, closed at shutdown
         self._archive = archive
         self._owned = archive is None
-        self._path = Path(path) if path is not None else None
+        self._path = path if path is None or is_url(path) else Path(path)
         self._scope = scope
         self._session_id: str | None = None
         self._lock = threading.Lock()
@@ -78,7 +80,7 @@ class ArchiveProvider:
         return "archive"
 
     @property
-    def archive(self) -> SessionArchive | None:
+    def archive(self) -> Archive | None:
         """The archive in use (``None`` before :meth:`initialize` when it opens its own)."""
         return self._archive
 
@@ -116,9 +118,9 @@ class ArchiveProvider:
                 if path is None:
                     from ..config import load_settings
 
-                    path = load_settings(config.get("home")).database_path
+                    path = load_settings(config.get("home")).database_target
                 scope = self._scope or Scope(**{k: config[k] for k in ("user_id", "agent_id", "channel_id") if k in config})
-                self._archive = SessionArchive(path, embedder=self._embedder, scope=scope)
+                self._archive = open_archive(path, embedder=self._embedder, scope=scope)
                 self._owned = True
             self._source = config.get("source") or "cli"
             self._archive.start_session(

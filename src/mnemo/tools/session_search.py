@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..archive.base import Archive, SessionNotFound
 from ..archive.records import ROLES, SessionHits
-from ..archive.store import SessionArchive, SessionNotFound
 from ..archive.summary import summarize_hits
 from ..errors import InvalidArgument, MnemoError, excerpt
 from ..llm import LLM, LLMError
@@ -91,7 +91,7 @@ def _when(args: dict[str, Any], name: str) -> Any:
 
 
 def discover(
-    archive: SessionArchive,
+    archive: Archive,
     query: Any,
     *,
     current_session_id: str | None = None,
@@ -124,7 +124,7 @@ def discover(
     )
 
 
-def _discover(archive: SessionArchive, args: dict[str, Any], current: str | None, summarizer: LLM | None) -> str:
+def _discover(archive: Archive, args: dict[str, Any], current: str | None, summarizer: LLM | None) -> str:
     query = _text(args, "query")
     groups = discover(
         archive, query, current_session_id=current,
@@ -142,7 +142,7 @@ def _discover(archive: SessionArchive, args: dict[str, Any], current: str | None
     return success(**fields)
 
 
-def _read(archive: SessionArchive, args: dict[str, Any]) -> str:
+def _read(archive: Archive, args: dict[str, Any]) -> str:
     session_id = _text(args, "session_id")
     if session_id is None:
         raise InvalidArgument("session_id", "is required for action 'read'")
@@ -167,7 +167,7 @@ def _read(archive: SessionArchive, args: dict[str, Any]) -> str:
     return success(**fields)
 
 
-def _scroll(archive: SessionArchive, args: dict[str, Any]) -> str:
+def _scroll(archive: Archive, args: dict[str, Any]) -> str:
     message_id = args.get("message_id")
     if isinstance(message_id, bool) or not isinstance(message_id, int):
         raise InvalidArgument("message_id", "is required for action 'scroll' and must be an integer")
@@ -182,7 +182,7 @@ def _scroll(archive: SessionArchive, args: dict[str, Any]) -> str:
     )
 
 
-def _browse(archive: SessionArchive, args: dict[str, Any], current: str | None) -> str:
+def _browse(archive: Archive, args: dict[str, Any], current: str | None) -> str:
     sessions = archive.list_sessions(
         limit=_integer(args, "limit", 10, 1, 20),
         source=_text(args, "source"),
@@ -195,7 +195,7 @@ def _browse(archive: SessionArchive, args: dict[str, Any], current: str | None) 
 
 
 def handle_session_search(
-    archive: SessionArchive, arguments: Any, *, current_session_id: str | None = None, summarizer: LLM | None = None
+    archive: Archive, arguments: Any, *, current_session_id: str | None = None, summarizer: LLM | None = None
 ) -> str:
     """Run one ``session_search`` call against ``archive``; always returns a JSON string.
 

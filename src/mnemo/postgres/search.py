@@ -1,0 +1,211 @@
+"""Archive search on PostgreSQL: the shared query plan and ranking of
+:class:`~mnemo.archive.search.BaseSearcher`, matched and scored with ``tsvector`` / ``tsquery``.
+
+mnemo's parsed queries are FTS5-syntax strings of quoted phrases and ``AND`` / ``OR`` / ``NOT``
+(:func:`mnemo.retrieval.parse_query`); here each phrase becomes ``phraseto_tsquery`` (or ``to_tsquery`` with
+``:*`` for a prefix) in the archive's text-search configuration, combined with FTS5's precedence (``NOT``
+binds tighter than ``AND``, ``AND`` tighter than ``OR``), so the words a user types only ever reach
+PostgreSQL as parameters.
+
+PostgreSQL's ``ts_rank`` has no notion of how rare a word is, which is most of what BM25 knows, and the
+shared ranking was tuned on BM25 scores. So a query's phrases are scored with BM25 here too: a phrase's term
+frequency is its ``ts_rank`` without length normalisation in units of one occurrence in the message text (so
+the tool name and the tool-call text count less, as their weights say), saturated with BM25's ``k1`` and
+normalised by the message's length against the average of recent messages; its inverse document frequency
+is estimated from the same bounded probes the SQLite engine uses, the newest ``MATCH_BUDGET`` matches of each
+phrase. A common phrase is only looked for among the recent messages where it has that many matches, so a
+query costs about the same at a million messages as at ten thousand.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+
+from ..archive.search import (
+    ASKS_TAIL,
+    MATCH_BUDGET,
+    STOP_WORDS,
+    BaseSearcher,
+    Filters,
+    Match,
+    VectorChannel,
+    like_pattern,
+    like_snippet,
+    merge_matches,
+    order_clause,
+)
+from ..retrieval import cjk_ngrams, has_cjk
+from .archive_schema import TEXT_SEARCH_CONFIG
+from .connection import Executor
+
+_TOKEN = re.compile(r'"((?:[^"]|"")*)"(\*?)|\b(AND|OR|NOT)\b')
+_WORD = re.compile(r"[^\W_]+")
+_MATCHES = "FROM messages m JOIN sessions s ON s.id = m.session_id"
+# BM25's constants (FTS5's too) and ts_rank's value for one occurrence of a word in the message text (weight
+# A, no normalisation): the unit a term frequency is counted in.
+_K1 = 1.2
+_B = 0.75
+_ONE_OCCURRENCE = 0.6079271
+# Messages whose lengths give the average a length is compared with.
+_LENGTH_SAMPLE = 1000
+
+
+class PostgresSearcher(BaseSearcher):
+    """Runs searches on one PostgreSQL connection."""
+
+    def __init__(self, conn: Executor, *, vectors: VectorChannel | None = None) -> None:
+        super().__init__(conn, vectors=vectors)
+        self._compiled: dict[str, str] = {}
+        self._average_length: float | None = None
+
+    def _tsquery(self, fts_query: str) -> str:
+        """``fts_query`` as ``tsquery`` text; ``""`` when nothing in it is searchable (only stop words)."""
+        if fts_query not in self._compiled:
+            alternatives: list[list[tuple[str, bool]]] = [[]]  # OR of ANDs of (phrase expression, negated)
+            params: list[object] = []
+            operator = None
+            for phrase, star, word in _TOKEN.findall(fts_query):
+                if word:
+                    operator = word
+                    continue
+                words = _WORD.findall(phrase.replace('""', '"'))
+                if not words:
+                    continue
+                if star:
+                    expression = "to_tsquery(CAST(? AS regconfig), ?)"
+                    params += [TEXT_SEARCH_CONFIG, " <-> ".join(words) + ":*"]
+                else:
+                    expression = "phraseto_tsquery(CAST(? AS regconfig), ?)"
+                    params += [TEXT_SEARCH_CONFIG, " ".join(words)]
+                if operator == "OR" and alternatives[-1]:
+                    alternatives.append([])
+                alternatives[-1].append((expression, operator == "NOT" and bool(alternatives[-1])))
+                operator = None
+            groups = [
+                "(" + " && ".join(f"!!({e})" if negated else f"({e})" for e, negated in group) + ")"
+                for group in alternatives
+                if group
+            ]
+            compiled = ""
+            if groups:
+                compiled = self._conn.execute(f"SELECT CAST({' || '.join(groups)} AS text)", params).fetchone()[0]
+            self._compiled[fts_query] = compiled or ""
+        return self._compiled[fts_query]
+
+    def _run_fts(self, fts_query: str, limit: int, filters: Filters, sort: str) -> list[Match]:
+        tsquery = self._tsquery(fts_query)
+        if not tsquery:
+            return []
+        where, params = filters.sql()
+        rows = self._conn.execute(
+            f"SELECT m.id, -ts_rank(m.search, CAST(? AS tsquery), 1) AS score {_MATCHES}"
+            f" WHERE m.search @@ CAST(? AS tsquery) AND {where} ORDER BY {order_clause(sort, 'score')} LIMIT ?",
+            (tsquery, tsquery, *params, limit),
+        ).fetchall()
+        return [Match(row[0], row[1], None, "messages_fts", fts_query) for row in rows]
+
+    def _probe(self, phrase: str) -> list[int]:
+        if phrase not in self._probes:
+            tsquery = self._tsquery(phrase)
+            rows = self._conn.execute(
+                "SELECT id FROM messages WHERE search @@ CAST(? AS tsquery) ORDER BY id DESC LIMIT ?",
+                (tsquery, MATCH_BUDGET),
+            ).fetchall() if tsquery else []  # fmt: skip
+            self._probes[phrase] = [row[0] for row in rows]
+        return self._probes[phrase]
+
+    def _bounded(self, phrases: list[str], joiner: str, limit: int, filters: Filters, sort: str) -> list[Match]:
+        compiled = {phrase: query for phrase in phrases if (query := self._tsquery(phrase))}
+        if not compiled:
+            return []
+        probes = {phrase: self._probe(phrase) for phrase in compiled}
+        if not any(probes.values()):
+            return []
+        # The largest id stands for the number of messages: exact unless some were deleted, found in O(log n).
+        newest = self._conn.execute("SELECT max(id) FROM messages").fetchone()[0]
+        weights = {phrase: _idf(rows, newest) for phrase, rows in probes.items()}
+        common = [phrase for phrase, rows in probes.items() if len(rows) >= MATCH_BUDGET]
+        window, window_params = "", []
+        if joiner == " ":
+            # An AND is no bigger than its rarest topic word: one rare word keeps the whole match cheap.
+            topical = [p for p in compiled if p.strip('"*').lower() not in STOP_WORDS] or list(compiled)[:1]
+            if all(p in common for p in topical):
+                window, window_params = " AND m.id >= ?", [max(probes[p][-1] for p in topical)]
+            matched = " & ".join(f"({q})" for q in compiled.values())
+        else:
+            rare = [compiled[p] for p in compiled if p not in common]
+            if common:
+                start = max(probes[p][-1] for p in common)
+                if rare:
+                    window = " AND (m.id >= ? OR m.search @@ CAST(? AS tsquery))"
+                    window_params = [start, " | ".join(f"({q})" for q in rare)]
+                else:
+                    window, window_params = " AND m.id >= ?", [start]
+            matched = " | ".join(f"({q})" for q in compiled.values())
+        frequencies = ", ".join(f"ts_rank(m.search, CAST(? AS tsquery), 0) / {_ONE_OCCURRENCE} AS f{i}" for i in range(len(compiled)))
+        norm = f"{_K1} * (1 - {_B} + {_B} * length(m.search) / ?)"
+        score = " + ".join(f"? * f{i} * {_K1 + 1} / (f{i} + {norm})" for i in range(len(compiled)))
+        score_params = [value for phrase in compiled for value in (weights[phrase], self._average())]
+        where, params = filters.sql()
+        rows = self._conn.execute(
+            f"SELECT m.id, -({score}) AS score {_MATCHES} CROSS JOIN LATERAL (SELECT {frequencies}) AS tf"
+            f" WHERE m.search @@ CAST(? AS tsquery){window} AND {where} ORDER BY {order_clause(sort, 'score')} LIMIT ?",
+            (*score_params, *compiled.values(), matched, *window_params, *params, limit),
+        ).fetchall()
+        fts_query = joiner.join(phrases)
+        return [Match(row[0], row[1], None, "messages_fts", fts_query) for row in rows]
+
+    def _average(self) -> float:
+        """The average length (distinct words) of the most recent messages."""
+        if self._average_length is None:
+            row = self._conn.execute(
+                "SELECT avg(length(search)) FROM (SELECT search FROM messages ORDER BY id DESC LIMIT ?) AS recent",
+                (_LENGTH_SAMPLE,),
+            ).fetchone()
+            self._average_length = max(1.0, float(row[0] or 1.0))
+        return self._average_length
+
+    def _rank_rows(self, ids: Sequence[int]) -> list[tuple[int, str, str, object, float]]:
+        return self._conn.execute(
+            f"SELECT id, session_id, right(content, {ASKS_TAIL}), CAST(extra AS jsonb) ->> 'name', created_at"
+            f" FROM messages WHERE id IN ({','.join('?' * len(ids))})",
+            list(ids),
+        ).fetchall()
+
+    # -- CJK: substring matches, served by the pg_trgm index ----------------------------------------
+
+    def _find_cjk(self, pieces: list[str], explicit: bool, limit: int, filters: Filters, sort: str) -> list[Match]:
+        terms = list(dict.fromkeys(p for p in pieces if p))
+        found = self._like(terms, every=True, limit=limit, filters=filters, sort=sort)
+        if len(found) < limit and not explicit:
+            grams = list(dict.fromkeys(g for t in terms for g in (cjk_ngrams(t) if has_cjk(t) else [t])))
+            if len(grams) > 1:
+                found = merge_matches(found, self._like(grams, every=False, limit=limit, filters=filters, sort=sort), limit)
+        return found
+
+    def _like(self, terms: list[str], *, every: bool, limit: int, filters: Filters, sort: str) -> list[Match]:
+        if not terms:
+            return []
+        where, params = filters.sql()
+        likes = ["m.content LIKE ? ESCAPE '\\'" for _ in terms]
+        patterns = [like_pattern(t) for t in terms]
+        # Relevance for an OR: how many of the pieces a message holds (more pieces, better match).
+        held = " + ".join(f"CAST({like} AS integer)" for like in likes)
+        rows = self._conn.execute(
+            f"SELECT m.id, m.content, -({held}) AS score {_MATCHES} WHERE m.has_cjk = 1"
+            f" AND ({(' AND ' if every else ' OR ').join(likes)}) AND {where}"
+            f" ORDER BY {order_clause(sort, 'score') if not every else order_clause('oldest' if sort == 'oldest' else 'newest', '0')}"
+            " LIMIT ?",
+            (*patterns, *patterns, *params, limit),
+        ).fetchall()
+        return [Match(row[0], float(row[2]), like_snippet(row[1], terms)) for row in rows]
+
+
+def _idf(rows: list[int], newest: int) -> float:
+    if len(rows) < MATCH_BUDGET:
+        frequency = float(len(rows))
+    else:  # extrapolated from the density of the recent matches
+        frequency = MATCH_BUDGET * newest / max(1, newest - rows[-1] + 1)
+    return max(1e-6, math.log((newest - frequency + 0.5) / (frequency + 0.5)))

@@ -1,0 +1,128 @@
+"""The archive's vector channel on PostgreSQL: message embeddings in ``message_vectors``, searched by pgvector.
+
+As on SQLite, messages are embedded lazily in bounded batches (at search time, or all at once by
+:meth:`PostgresMessageVectors.embed_pending`), so appending costs nothing extra. The nearest neighbours come
+from an HNSW index (cosine distance) built per embedding model: a partial index over that model's rows with
+the column cast to its dimension, since one table holds the vectors of whichever models a team has used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .connection import Executor, PostgresDatabase
+
+if TYPE_CHECKING:
+    from ..embeddings.protocol import Embedder
+
+EMBED_PER_SEARCH = 256
+EMBED_BATCH = 64
+# Candidates the HNSW walk keeps (pgvector's default is 40): a search asks for up to 100 neighbours.
+EF_SEARCH = 200
+_PENDING = (
+    "FROM messages m LEFT JOIN message_vectors v ON v.message_id = m.id"
+    " WHERE m.id > ? AND m.content <> '' AND (v.message_id IS NULL OR v.model <> ? OR v.dim <> ?)"
+)
+
+
+def vector_text(vector: np.ndarray) -> str:
+    """pgvector's text form of ``vector``: ``[x1,x2,...]`` with every float32 digit kept."""
+    return "[" + ",".join(repr(float(x)) for x in vector.astype(np.float32)) + "]"
+
+
+class PostgresMessageVectors:
+    """Embeddings of archived messages for one model, kept and searched in PostgreSQL."""
+
+    def __init__(self, embedder: Embedder, database: PostgresDatabase) -> None:
+        self.embedder = embedder
+        self._database = database
+        self._embedded_upto = 0  # every message with an id at or below this has a vector of this model
+        self._lock = threading.Lock()
+        self._indexed = False
+        digest = hashlib.blake2b(f"{embedder.name}\x1f{embedder.dim}".encode(), digest_size=6).hexdigest()
+        self._index = f"message_vectors_hnsw_{digest}"
+        self._cast = f"CAST(embedding AS vector({int(embedder.dim)}))"
+
+    def pending(self) -> int:
+        """How many messages have no vector of this model yet."""
+        with self._database.read() as executor:
+            return executor.execute(
+                f"SELECT COUNT(*) {_PENDING}", (0, self.embedder.name, self.embedder.dim)
+            ).fetchone()[0]
+
+    def catch_up(self) -> None:
+        """Before a search: embed a bounded batch of messages that have no vector yet."""
+        self.embed_pending(EMBED_PER_SEARCH)
+
+    def embed_pending(self, limit: int | None = None) -> int:
+        """Embed messages that have no vector of this model yet, oldest first; returns how many."""
+        embedder = self.embedder
+        done = 0
+        with self._lock:
+            self._ensure_index()
+            while limit is None or done < limit:
+                want = EMBED_BATCH if limit is None else min(EMBED_BATCH, limit - done)
+                with self._database.read() as executor:
+                    rows = executor.execute(
+                        f"SELECT m.id, m.content {_PENDING} ORDER BY m.id LIMIT ?",
+                        (self._embedded_upto, embedder.name, embedder.dim, want),
+                    ).fetchall()
+                if not rows:
+                    break
+                vectors = np.asarray(embedder.embed([r[1] for r in rows]), dtype=np.float32)
+                if vectors.shape != (len(rows), embedder.dim):
+                    raise ValueError(
+                        f"embedder {embedder.name!r} returned shape {vectors.shape}, expected {(len(rows), embedder.dim)}"
+                    )
+                values = [(r[0], embedder.name, embedder.dim, vector_text(v), r[0]) for r, v in zip(rows, vectors)]
+
+                def store(executor: Executor, values: list[tuple[object, ...]] = values) -> None:
+                    # A message deleted meanwhile must not get an orphan vector.
+                    executor.executemany(
+                        "INSERT INTO message_vectors (message_id, model, dim, embedding)"
+                        " SELECT ?, ?, ?, CAST(? AS vector) WHERE EXISTS (SELECT 1 FROM messages WHERE id = ?)"
+                        " ON CONFLICT (message_id) DO UPDATE SET model = excluded.model, dim = excluded.dim,"
+                        " embedding = excluded.embedding",
+                        values,
+                    )
+
+                self._database.write(store)
+                self._embedded_upto = rows[-1][0]
+                done += len(rows)
+                if len(rows) < want:
+                    break
+        return done
+
+    def _ensure_index(self) -> None:
+        if self._indexed:
+            return
+        model = self.embedder.name.replace("'", "''")
+
+        def create(executor: Executor) -> None:
+            # Serialised across processes: two concurrent CREATE INDEX IF NOT EXISTS can still collide.
+            executor.execute("SELECT pg_advisory_xact_lock(hashtext(?))", (self._index,))
+            executor.execute(
+                f"CREATE INDEX IF NOT EXISTS {self._index} ON message_vectors USING hnsw ({self._cast} vector_cosine_ops)"
+                f" WHERE model = '{model}' AND dim = {int(self.embedder.dim)}"
+            )
+
+        self._database.write(create)
+        self._indexed = True
+
+    def search(self, conn: Executor, query: str, k: int) -> list[tuple[int, float]]:
+        """The ``k`` messages most similar to ``query`` as ``(message_id, cosine)``, best first (unfiltered:
+        the caller drops messages out of scope or filtered out)."""
+        if not query.strip() or k <= 0:
+            return []
+        probe = vector_text(np.asarray(self.embedder.embed([query]), dtype=np.float32).reshape(-1))
+        conn.execute(f"SET hnsw.ef_search = {max(EF_SEARCH, int(k))}")
+        rows = conn.execute(
+            f"SELECT message_id, 1 - ({self._cast} <=> CAST(? AS vector)) FROM message_vectors"
+            f" WHERE model = ? AND dim = ? ORDER BY {self._cast} <=> CAST(? AS vector) LIMIT ?",
+            (probe, self.embedder.name, self.embedder.dim, probe, k),
+        ).fetchall()
+        return [(int(mid), float(cosine)) for mid, cosine in rows]
