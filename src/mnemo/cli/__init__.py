@@ -50,6 +50,7 @@ _COMMANDS = (
     "chat",
     "scan",
     "doctor",
+    "migrate",
     "serve",
     "hermes",
 )

@@ -90,6 +90,11 @@ class Executor:
             return self.connection.execute(sql)
         return self.connection.execute(_placeholders(sql), tuple(params))
 
+    def stream(self, sql: str, params: Sequence[Any] = ()) -> Iterator[Any]:
+        """The rows of ``sql`` one at a time, without holding the whole result in memory."""
+        with self.connection.cursor() as cursor:
+            yield from cursor.stream(_placeholders(sql), tuple(params))
+
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         with self.connection.cursor() as cursor:
             cursor.executemany(_placeholders(sql), rows)

@@ -1,0 +1,42 @@
+"""``mnemo migrate --to postgresql://...``: copy the home's session archive into PostgreSQL."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import asdict
+from typing import Any
+
+from ._output import CliError, lines, print_json, progress
+from ._settings import settings_for
+
+
+def _migrate(args: argparse.Namespace) -> int:
+    from ..postgres.connection import is_url
+    from ..postgres.migrate import count_messages, migrate_archive
+
+    if not is_url(args.to):
+        raise CliError("--to must be a postgresql:// URL")
+    source = settings_for(args).database_path
+    if not source.is_file():
+        raise CliError(f"nothing to copy: {source} does not exist")
+    with progress(count_messages(source), "copying archived messages") as advance:
+        report = migrate_archive(source, args.to, progress=advance)
+    if args.json:
+        print_json(asdict(report))
+    else:
+        lines([
+            f"archive copied to {report.target}: {report.sessions_copied:,} sessions and {report.messages_copied:,}"
+            f" messages added ({report.sessions_present:,} and {report.messages_present:,} were already there)",
+            f"verified: {report.sessions:,} sessions, {report.messages:,} messages, sha256 {report.sha256[:16]}",
+            f"to use it: set database_url = \"{report.target}\" in config.toml (or MNEMO_DATABASE_URL)",
+        ])  # fmt: skip
+    return 0
+
+
+def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
+    """Add ``mnemo migrate``."""
+    parser = subparsers.add_parser(
+        "migrate", parents=[common], help="copy the home's session archive into PostgreSQL (resumable, verified)"
+    )
+    parser.add_argument("--to", required=True, metavar="URL", help="the postgresql:// database to copy into")
+    parser.set_defaults(handler=_migrate)
