@@ -27,7 +27,12 @@ without embedding, which is deferred (the MiniLM rate on the real texts is print
 first recall of a new graph: with its vectors read from SQLite (as before vector files), with the vector
 file written or caught up by that recall, and with the file mapped as it is.
 
-Usage: ``python bench/graph_scale.py [--quick] [--queries N]`` (``--quick``: 1k and 10k only).
+With ``--database-url URL`` (or ``embedded``: a PostgreSQL 18 + pgvector server started for the run) the
+same graph is then grown on PostgreSQL and measured the same way, in a scratch database dropped afterwards:
+its rows sit beside SQLite's in the tables (the baselines and the first-recall table are SQLite's own).
+
+Usage: ``python bench/graph_scale.py [--quick] [--queries N] [--database-url URL|embedded]`` (``--quick``:
+1k and 10k only).
 """
 
 from __future__ import annotations
@@ -201,9 +206,10 @@ def _latency(run: Callable[[str], object], queries: Sequence[str]) -> tuple[floa
 # -- building the store -----------------------------------------------------------------------------------
 
 
-def _grow(graph: MemoryGraph, corpus: _Corpus, embedder: _TableEmbedder, count: int) -> float:
+def _grow(graph: MemoryGraph, corpus: _Corpus, embedder: _TableEmbedder, count: int) -> tuple[float, float]:
     """Add ``count`` memories through ``remember_many`` (with edges and supersessions), give them their
-    vectors through the real embedding path, and return the memories written per second."""
+    vectors through the real embedding path, and return the memories written per second and the vectors
+    stored per second (their texts' vectors are looked up, so this is the store's own cost)."""
     items = corpus.memories(count)
     for (text, _, _), vector in zip(items, corpus.vectors_for(count), strict=True):
         embedder.table[text] = vector
@@ -232,8 +238,9 @@ def _grow(graph: MemoryGraph, corpus: _Corpus, embedder: _TableEmbedder, count: 
             graph.replace(old, text)
         except InvalidArgument:  # already superseded earlier in this loop
             continue
-    graph.embed_pending(batch_size=512)
-    return written / elapsed
+    start = time.perf_counter()
+    stored = graph.embed_pending(batch_size=512)
+    return written / elapsed, stored / max(time.perf_counter() - start, 1e-9)
 
 
 def _single_ingest(graph: MemoryGraph, corpus: _Corpus, embedder: _TableEmbedder, count: int) -> float:
@@ -253,6 +260,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="1k and 10k memories only")
     parser.add_argument("--queries", type=int, default=150, help="recall queries per measurement")
     parser.add_argument("--keep", type=Path, help="directory to keep the database in (default: a temp dir)")
+    parser.add_argument("--database-url", help="also measure on PostgreSQL: a server URL, or 'embedded'")
     args = parser.parse_args()
     levels = [1_000, 10_000] if args.quick else [1_000, 10_000, 100_000]
 
@@ -285,49 +293,18 @@ def main() -> None:
     latency_rows: list[list[object]] = []
     ingest_rows: list[list[object]] = []
     cold_rows: list[list[object]] = []
-    writer = MemoryGraph(db_path, scope=_SCOPE, embedder=table)
-    other = writer.with_scope(_OTHER)
-    size = 0
-    for level in levels:
-        batch_rate = _grow(writer, corpus, table, level - size)
-        single_rate = _single_ingest(writer, corpus, table, 200)
-        # Another user of the same database, who wrote last: the recall must neither see nor re-read them.
-        _grow(other, corpus, table, (level - size) // 10)
-        size = level
-        active = writer.stats()["active"]
-        ingest_rows.append([f"{level:,}", f"{batch_rate:,.0f}", f"{single_rate:,.0f}"])
+    measure = _Measure(corpus, table, queries, query_vectors, model, levels, latency_rows, ingest_rows)
+    measure.engine("sqlite", db_path, cold_rows)
+    if args.database_url:
+        from _postgres import scratch_database, server
 
-        real = _RealQueries(table)
-        table.table.update(zip(queries, query_vectors, strict=True))
-        cold_rows.append([f"{level:,}", *_first_recalls(db_path, real)])
-        with MemoryGraph(db_path, scope=_SCOPE, embedder=real) as graph:
-            graph.recall("warm up the vector cache", limit=10)
-            embedded = _latency(lambda q: graph.recall(q, limit=10), queries)
-            repeated = _latency(lambda q: graph.recall(q, limit=10), queries)
-        with MemoryGraph(db_path, scope=_SCOPE, embedder=table) as graph:
-            graph.recall(queries[0], limit=10)
-            given = _latency(lambda q: graph.recall(q, limit=10), queries)
-        with MemoryGraph(db_path, scope=_SCOPE) as graph:
-            graph.recall(queries[0], limit=10)
-            plain = _latency(lambda q: graph.recall(q, limit=10), queries)
-        fts, brute, embed = _baselines(db_path, queries, query_vectors, model)
-        tag = f"{level:,} ({active:,} active)"
-        latency_rows += [
-            [tag, "recall, query embedded", *embedded],
-            [tag, "recall, repeated query (vector cached)", *repeated],
-            [tag, "recall, vector given", *given],
-            [tag, "recall, no embedder", *plain],
-            [tag, "baseline: bare FTS5 bm25 LIMIT 50", *fts],
-            [tag, "baseline: bare brute-force vector top-50", *brute],
-            [tag, "baseline: bare MiniLM query embedding", *embed],
-        ]
-        _table("recall latency (ms), limit 10", ["memories in scope", "what", "p50", "p95"], latency_rows[-7:])
-    writer.close()
+        with server(args.database_url) as url, scratch_database(url) as target:
+            measure.engine("postgres", target)
 
-    _table("recall latency (ms), limit 10, all levels", ["memories in scope", "what", "p50", "p95"], latency_rows)
+    _table("recall latency (ms), limit 10, all levels", ["engine", "memories in scope", "what", "p50", "p95"], latency_rows)
     _table(
         "ingest (memories/s while growing to the level; embedding is deferred: its rate is printed at the top)",
-        ["level", "remember_many (1,000 per call)", "remember (one per call)"],
+        ["engine", "level", "remember_many (1,000 per call)", "remember (one per call)", "vectors stored /s"],
         ingest_rows,
     )
     _table(
@@ -338,6 +315,64 @@ def main() -> None:
     print("load average at end: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
     if workdir:
         workdir.cleanup()
+
+
+class _Measure:
+    """Grows one graph per engine through the levels and measures it the same way."""
+
+    def __init__(
+        self, corpus: _Corpus, table: _TableEmbedder, queries: list[str], query_vectors: np.ndarray,
+        model: MiniLMEmbedder, levels: list[int], latency_rows: list[list[object]], ingest_rows: list[list[object]],
+    ) -> None:  # fmt: skip
+        self.corpus, self.table, self.queries, self.query_vectors, self.model = corpus, table, queries, query_vectors, model
+        self.levels, self.latency_rows, self.ingest_rows = levels, latency_rows, ingest_rows
+
+    def engine(self, engine: str, target: Path | str, cold_rows: list[list[object]] | None = None) -> None:
+        corpus, table, queries = _Corpus(), self.table, self.queries  # the same memories for every engine
+        corpus.base_vectors = self.corpus.base_vectors
+        writer = MemoryGraph(target, scope=_SCOPE, embedder=table)
+        other = writer.with_scope(_OTHER)
+        size = 0
+        for level in self.levels:
+            batch_rate, vector_rate = _grow(writer, corpus, table, level - size)
+            single_rate = _single_ingest(writer, corpus, table, 200)
+            # Another user of the same database, who wrote last: the recall must neither see nor re-read them.
+            _grow(other, corpus, table, (level - size) // 10)
+            size = level
+            active = writer.stats()["active"]
+            self.ingest_rows.append([engine, f"{level:,}", f"{batch_rate:,.0f}", f"{single_rate:,.0f}", f"{vector_rate:,.0f}"])
+
+            real = _RealQueries(table)
+            table.table.update(zip(queries, self.query_vectors, strict=True))
+            if cold_rows is not None:
+                cold_rows.append([f"{level:,}", *_first_recalls(Path(target), real)])
+            with MemoryGraph(target, scope=_SCOPE, embedder=real) as graph:
+                graph.recall("warm up the vector cache", limit=10)
+                embedded = _latency(lambda q: graph.recall(q, limit=10), queries)
+                repeated = _latency(lambda q: graph.recall(q, limit=10), queries)
+            with MemoryGraph(target, scope=_SCOPE, embedder=table) as graph:
+                graph.recall(queries[0], limit=10)
+                given = _latency(lambda q: graph.recall(q, limit=10), queries)
+            with MemoryGraph(target, scope=_SCOPE) as graph:
+                graph.recall(queries[0], limit=10)
+                plain = _latency(lambda q: graph.recall(q, limit=10), queries)
+            tag = f"{level:,} ({active:,} active)"
+            rows = [
+                [engine, tag, "recall, query embedded", *embedded],
+                [engine, tag, "recall, repeated query (vector cached)", *repeated],
+                [engine, tag, "recall, vector given", *given],
+                [engine, tag, "recall, no embedder", *plain],
+            ]
+            if engine == "sqlite":
+                fts, brute, embed = _baselines(Path(target), queries, self.query_vectors, self.model)
+                rows += [
+                    [engine, tag, "baseline: bare FTS5 bm25 LIMIT 50", *fts],
+                    [engine, tag, "baseline: bare brute-force vector top-50", *brute],
+                    [engine, tag, "baseline: bare MiniLM query embedding", *embed],
+                ]
+            self.latency_rows += rows
+            _table("recall latency (ms), limit 10", ["engine", "memories in scope", "what", "p50", "p95"], rows)
+        writer.close()
 
 
 def _first_recalls(db_path: Path, embedder: _RealQueries) -> list[str]:

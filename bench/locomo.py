@@ -4,6 +4,7 @@
     python bench/locomo.py --data FILE --audit ../shared/data/locomo/audit_errors_dev.json
     python bench/locomo.py --data FILE --no-embedder        # full text and context only
     python bench/locomo.py --data FILE --maintain           # recall before and after a maintenance pass
+    python bench/locomo.py --data FILE --database-url embedded   # the graph on PostgreSQL (or a server URL)
 
 Every turn of every conversation becomes one graph memory (``"speaker: text [shares image: caption]"``,
 type ``event``, created at its session's date, ``source`` = the session, ``subject`` = the speaker), one
@@ -27,11 +28,13 @@ import sys
 import tempfile
 import time
 import unicodedata
+from contextlib import ExitStack
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _postgres import scratch_database, server  # noqa: E402
 from archive import _baseline, _scored_questions, _Scores, _session_of, _sessions, _table, _turn_text  # noqa: E402
 from mnemo.graph import MemoryGraph  # noqa: E402
 from mnemo.graph.errors import BlockedContent  # noqa: E402
@@ -108,7 +111,9 @@ def _ask(view: MemoryGraph, dia_of: dict[str, str], scores: _Scores, category, e
     scores.add(category, evidence, turns[:10], list(dict.fromkeys(_session_of(d) for d in turns)), ms)
 
 
-def run(data: Path, workdir: Path, *, audit: Path | None, embed: bool, maintain: bool = False) -> dict:
+def run(
+    data: Path, workdir: Path, *, audit: Path | None, embed: bool, maintain: bool = False, database_url: str | None = None
+) -> dict:
     samples = json.loads(data.read_text(encoding="utf-8"))
     fixes = _corrections(audit)
     embedder = _embedder(embed)
@@ -122,7 +127,9 @@ def run(data: Path, workdir: Path, *, audit: Path | None, embed: bool, maintain:
     for number, sample in enumerate(samples):
         # One database per conversation, as one user's home would hold (and as the baseline indexes them):
         # full-text statistics then come from that conversation alone.
-        with MemoryGraph(workdir / f"locomo-{number}.db", embedder=embedder, clock=clock) as graph:
+        with ExitStack() as stack:
+            target = workdir / f"locomo-{number}.db" if database_url is None else stack.enter_context(scratch_database(database_url))
+            graph = stack.enter_context(MemoryGraph(target, embedder=embedder, clock=clock))
             conversation = sample.get("conversation", {})
             view = graph.with_scope(Scope(user_id=str(sample.get("sample_id", number))))
             plain = sqlite3.connect(":memory:")
@@ -185,9 +192,12 @@ def main() -> int:
     parser.add_argument("--maintain", action="store_true",
                         help="also ask every question again after a maintenance pass dated a day after the last session")
     parser.add_argument("--workdir", type=Path, help="where to put the database (default: a temporary directory)")
+    parser.add_argument("--database-url", help="the graph on PostgreSQL: a server to make scratch databases on, or 'embedded'")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
-        result = run(args.data, Path(tmp), audit=args.audit, embed=not args.no_embedder, maintain=args.maintain)
+    with ExitStack() as stack:
+        tmp = stack.enter_context(tempfile.TemporaryDirectory(dir=args.workdir))
+        url = stack.enter_context(server(args.database_url)) if args.database_url else None
+        result = run(args.data, Path(tmp), audit=args.audit, embed=not args.no_embedder, maintain=args.maintain, database_url=url)
     print(json.dumps(result))
     return 0
 

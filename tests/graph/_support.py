@@ -4,7 +4,6 @@ known in advance, and raw row counts."""
 from __future__ import annotations
 
 import re
-import sqlite3
 from collections.abc import Sequence
 
 import numpy as np
@@ -57,12 +56,5 @@ class ConceptEmbedder:
 
 def count_rows(graph: MemoryGraph, table: str) -> int:
     """Rows in one of the graph's tables, read through a separate connection."""
-    conn = sqlite3.connect(graph_path(graph))
-    try:
-        return conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
-    finally:
-        conn.close()
-
-
-def graph_path(graph: MemoryGraph) -> str:
-    return graph._conn.execute("PRAGMA database_list").fetchone()[2]
+    with graph._lock:
+        return graph._conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]

@@ -18,8 +18,20 @@ def clock() -> Clock:
     return Clock()
 
 
+ENGINES = ("sqlite", "postgres")
+
+
+@pytest.fixture(params=ENGINES)
+def db_path(request: pytest.FixtureRequest, tmp_path):
+    """Where the graph lives, once per engine: mnemo's SQLite file, or a fresh PostgreSQL database."""
+    if request.param == "postgres":
+        return request.getfixturevalue("postgres_url")
+    return tmp_path / "state.db"
+
+
 @pytest.fixture
-def db_path(tmp_path):
+def sqlite_path(tmp_path):
+    """mnemo's SQLite file, for what only that engine has (FTS5 tables, vector files, old schema versions)."""
     return tmp_path / "state.db"
 
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from mnemo.archive import SessionArchive
+from mnemo.archive import open_archive
 from mnemo.config import load_settings
 from mnemo.errors import InvalidArgument
 from mnemo.graph import MemoryGraph, MemoryType, Scope
@@ -28,7 +28,7 @@ SESSIONS = {
 
 
 def _archive(path, scope: Scope | None = None) -> None:
-    with SessionArchive(path, scope=scope) as archive:
+    with open_archive(path, scope=scope) as archive:
         for session_id, messages in SESSIONS.items():
             archive.start_session(session_id)
             archive.append_many(session_id, messages)
@@ -37,7 +37,7 @@ def _archive(path, scope: Scope | None = None) -> None:
 @pytest.fixture
 def archive(db_path):
     _archive(db_path)
-    with SessionArchive(db_path) as opened:
+    with open_archive(db_path) as opened:
         yield opened
 
 
@@ -78,13 +78,13 @@ def test_an_interrupted_backfill_resumes_where_it_stopped(graph, archive):
 
 
 def test_a_graph_and_archive_of_different_scopes_are_refused(graph, db_path):
-    with SessionArchive(db_path, scope=Scope(user_id="bob")) as other, pytest.raises(InvalidArgument, match="scope"):
+    with open_archive(db_path, scope=Scope(user_id="bob")) as other, pytest.raises(InvalidArgument, match="scope"):
         backfill(graph, other, ["monday"])
 
 
 def test_another_users_sessions_are_not_seen(db_path):
     _archive(db_path, Scope(user_id="alice"))
-    with MemoryGraph(db_path, scope=Scope(user_id="bob")) as bob, SessionArchive(db_path, scope=Scope(user_id="bob")) as mine:
+    with MemoryGraph(db_path, scope=Scope(user_id="bob")) as bob, open_archive(db_path, scope=Scope(user_id="bob")) as mine:
         assert list(archived_sessions(mine)) == []
         assert backfill(bob, mine, ["monday"]).messages == 0
         assert bob.memories() == []

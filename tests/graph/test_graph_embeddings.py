@@ -13,11 +13,8 @@ from ._support import ConceptEmbedder, count_rows
 
 
 def _models(db_path):
-    conn = sqlite3.connect(db_path)
-    try:
-        return sorted(conn.execute("SELECT model, dim, COUNT(*) FROM graph_vectors GROUP BY model, dim").fetchall())
-    finally:
-        conn.close()
+    with MemoryGraph(db_path) as graph:
+        return sorted(tuple(row) for row in graph._conn.execute("SELECT model, dim, COUNT(*) FROM graph_vectors GROUP BY model, dim"))
 
 
 def test_a_write_is_searchable_before_it_is_embedded(db_path):
@@ -43,12 +40,12 @@ def test_pending_memories_are_embedded_in_batches_with_the_model_name_and_dim(db
     assert _models(db_path) == [("concepts-v1", 8, 10)]
 
 
-def test_vectors_are_stored_as_float32_blobs(db_path):
+def test_vectors_are_stored_as_float32_blobs_in_sqlite(sqlite_path):
     embedder = ConceptEmbedder()
-    with MemoryGraph(db_path, embedder=embedder) as graph:
+    with MemoryGraph(sqlite_path, embedder=embedder) as graph:
         memory = graph.remember("A dog in Paris")
         graph.flush()
-    conn = sqlite3.connect(db_path)
+    conn = sqlite3.connect(sqlite_path)
     blob = conn.execute("SELECT vector FROM graph_vectors WHERE memory_id = ?", (memory.id,)).fetchone()[0]
     conn.close()
     np.testing.assert_array_equal(np.frombuffer(blob, dtype=np.float32), embedder.embed(["A dog in Paris"])[0])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mnemo.archive import SessionArchive
+from mnemo.archive import open_archive
 from mnemo.graph import MemoryType
 from mnemo.graph.extract_rules import Candidate, classify, extract, third_person
 from mnemo.graph.extraction import extract_messages, extracted_from, source_messages
@@ -21,7 +21,7 @@ TURNS = [
 @pytest.fixture
 def archived(db_path):
     """The TURNS archived in session s1 of the same database; returns their archive ids."""
-    with SessionArchive(db_path) as archive:
+    with open_archive(db_path) as archive:
         archive.start_session("s1")
         return archive.append_many("s1", TURNS)
 
@@ -62,12 +62,12 @@ def test_only_the_given_roles_are_extracted_with_their_speaker_as_subject():
     assert found[0].content == "User prefers tabs over spaces in every project."
 
 
-def test_extracted_memories_link_to_their_archive_rows_and_carry_their_date(graph, archived):
+def test_extracted_memories_link_to_their_archive_rows_and_carry_their_date(graph, archived, db_path):
     report = extract_messages(graph, "s1", TURNS)
     assert len(report.memories) == 2 and report.messages == 4
     links = source_messages(graph, [m.id for m in report.memories])
     assert [links[m.id][0].message_id for m in report.memories] == [archived[0], archived[2]]
-    with SessionArchive(graph._conn.execute("PRAGMA database_list").fetchone()[2]) as archive:
+    with open_archive(db_path) as archive:
         said = archive.get_message(archived[0]).created_at
     assert report.memories[0].created_at == said
     assert extracted_from(graph, "s1") == set(archived)

@@ -3,8 +3,6 @@ the contradiction guard, scheduling and resuming."""
 
 from __future__ import annotations
 
-import sqlite3
-
 import pytest
 
 from mnemo.errors import InvalidArgument
@@ -304,13 +302,11 @@ def test_a_budgeted_pass_stops_and_the_next_call_resumes_where_it_stopped(graph,
 
 def test_a_held_lease_makes_other_passes_skip_until_it_expires(db_path, graph, clock):
     graph.remember("Something", "fact")
-    conn = sqlite3.connect(db_path)
-    conn.execute(
-        "INSERT INTO graph_maintenance (user_id, agent_id, channel_id, lease_owner, lease_expires) VALUES ('', '', '', 'x', ?)",
-        (clock.now + 100,),
-    )
-    conn.commit()
-    conn.close()
+    with graph._write() as conn:
+        conn.execute(
+            "INSERT INTO graph_maintenance (user_id, agent_id, channel_id, lease_owner, lease_expires) VALUES ('', '', '', 'x', ?)",
+            (clock.now + 100,),
+        )
     assert graph.maintain().skipped == "busy"
     clock.advance(101)
     assert graph.maintain().skipped is None

@@ -6,7 +6,6 @@ from datetime import UTC, datetime
 
 import pytest
 
-from mnemo._db import connect
 from mnemo.graph import MemoryGraph
 from mnemo.graph.recall import match_expression, score
 
@@ -118,7 +117,7 @@ def test_words_too_common_to_rank_by_are_left_out_of_the_full_text_query(graph, 
     for place in ("Paris", "Rome", "Oslo", "Lima"):
         graph.remember(f"The user visited {place}")
     kayak = graph.remember("The user owns a red kayak")
-    expression = match_expression("user kayak", connect(db_path))
+    expression = match_expression("user kayak", graph._engine)
     assert "user" not in expression and "kayak" in expression
     assert graph.recall("user kayak")[0].memory.id == kayak.id
 
@@ -127,7 +126,7 @@ def test_a_query_of_only_common_words_keeps_them_all(graph, db_path, monkeypatch
     monkeypatch.setattr("mnemo.graph.recall.COMMON_MATCHES", 2)
     for place in ("Paris", "Rome", "Oslo"):
         graph.remember(f"The user visited {place}")
-    assert match_expression("user visited", connect(db_path)) == match_expression("user visited")
+    assert match_expression("user visited", graph._engine) == match_expression("user visited")
 
 
 def test_a_reply_to_a_question_outranks_the_same_reply_to_a_statement(graph):
@@ -158,7 +157,7 @@ def test_source_scores_ignore_words_too_common_to_count(graph, db_path, monkeypa
     for index in range(3):
         graph.remember(f"user note {index}", source=f"s{index}")
     graph.remember("kayak trip", source="s9")
-    text = _text_query("user kayak", connect(db_path))
+    text = _text_query("user kayak", graph._engine)
     assert text.source_terms == ('"kayak"',)
 
 

@@ -109,10 +109,10 @@ def test_replace_with_a_bad_subject_writes_nothing(graph):
 
 
 @pytest.fixture
-def v1_database(db_path):
+def v1_database(sqlite_path):
     """A ``state.db`` at graph schema version 1, holding memories of two sources in one scope and one
     memory in another scope."""
-    conn = _db.connect(db_path)
+    conn = _db.connect(sqlite_path)
     _db.migrate(conn, "graph", MIGRATIONS[:1])
     rows = [
         ("m1", "Caroline went to a support group", "session-1", "ada"),
@@ -128,7 +128,7 @@ def v1_database(db_path):
             rows,
         )
     conn.close()
-    return db_path
+    return sqlite_path
 
 
 def test_opening_a_v1_database_gives_every_memory_an_empty_subject(v1_database):

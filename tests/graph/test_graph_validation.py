@@ -45,6 +45,7 @@ def seeded(graph):
 )
 def test_remember_refuses_bad_arguments_naming_the_field(seeded, kwargs, field):
     graph, first, _, before = seeded
+    kwargs = dict(kwargs)  # the parameter is shared by every engine's run
     if "relations" in kwargs:
         kwargs["relations"] = [tuple(first.id if part == "ID" else part for part in r) for r in kwargs["relations"]]
     content = kwargs.pop("content")

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import pytest
+
 from mnemo import _db
 from mnemo.embeddings.queries import QueryVectors
 from mnemo.graph import MemoryGraph, Scope
 from mnemo.graph.vectors import VectorCache
 
 from ._support import ConceptEmbedder
+
+
+@pytest.fixture
+def db_path(sqlite_path):
+    """Vector files and the in-process vector cache are SQLite's (on PostgreSQL, pgvector searches)."""
+    return sqlite_path
+
 
 
 def _vector_hits(graph: MemoryGraph, query: str) -> set[str]:

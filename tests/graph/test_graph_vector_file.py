@@ -26,12 +26,19 @@ from mnemo.embeddings.vector_file import (
     vector_files,
 )
 from mnemo.graph import MemoryGraph, Scope, store
+from mnemo.graph.engine import SqliteEngine
 
 from ._support import Clock, ConceptEmbedder
 
 WORDS = ("dog", "puppy", "car", "sedan", "coffee", "latte", "paris", "french", "berlin", "german", "hound", "vehicle")
 QUERIES = ("canine", "automobile", "espresso", "france", "germany", "a dog in paris", "german coffee")
 TESTS = Path(__file__).resolve().parents[1]
+
+@pytest.fixture
+def db_path(sqlite_path):
+    """Vector files and the in-process vector cache are SQLite's (on PostgreSQL, pgvector searches)."""
+    return sqlite_path
+
 
 
 def _fill(graph: MemoryGraph, count: int, start: int = 0) -> None:
@@ -320,14 +327,14 @@ def test_a_new_process_embeds_the_newest_memories_at_once_and_the_backlog_once_i
         plain.remember_many({"content": f"filler {i}"} for i in range(5))
         new = plain.remember("A new note about a puppy")
     released = threading.Event()
-    finding = store._first_pending
+    finding = SqliteEngine.first_pending
 
     def slow_first_pending(*args):
         released.wait(10)
         return finding(*args)
 
     monkeypatch.setattr(store, "SCAN_PER_RECALL", 3)
-    monkeypatch.setattr(store, "_first_pending", slow_first_pending)
+    monkeypatch.setattr(SqliteEngine, "first_pending", slow_first_pending)
     with _open(db_path) as graph:
         hits = {r.memory.id for r in graph.recall("canine", touch=False) if "vector" in r.channels}
         assert hits == {new.id}  # only the newest seqs were checked while the cursor is unknown

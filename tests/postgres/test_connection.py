@@ -92,16 +92,21 @@ with open_archive(url) as archive:
 """
 
 
+def _crash_while_writing(server, url: str, writer_script: str, log: Path, *, after: int) -> list[int]:
+    """Run ``writer_script`` against ``url``, crash the server once it logged ``after`` acknowledged writes,
+    and return the numbers of every write it acknowledged (it goes on through the restart)."""
+    writer = subprocess.Popen([sys.executable, "-c", writer_script, url, str(log)])
+    deadline = time.monotonic() + 60
+    while (not log.exists() or log.read_text().count("ok") < after) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    server.restart()
+    assert writer.wait(timeout=120) == 0
+    return [int(line.split()[1]) for line in log.read_text().splitlines() if line.startswith("ok")]
+
+
 def test_a_server_crash_mid_write_loses_nothing_acknowledged(postgres_server, postgres_url, tmp_path: Path):
     open_archive(postgres_url).close()
-    log = tmp_path / "acknowledged.log"
-    writer = subprocess.Popen([sys.executable, "-c", _WRITER, postgres_url, str(log)])
-    deadline = time.monotonic() + 60
-    while (not log.exists() or log.read_text().count("ok") < 40) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    postgres_server.restart()
-    assert writer.wait(timeout=120) == 0
-    acknowledged = [int(line.split()[1]) for line in log.read_text().splitlines() if line.startswith("ok")]
+    acknowledged = _crash_while_writing(postgres_server, postgres_url, _WRITER, tmp_path / "acknowledged.log", after=40)
     assert len(acknowledged) >= 390  # it went on writing after the restart (at most a few outcomes unknown)
     with open_archive(postgres_url) as archive:
         stored = {m.text for m in archive.messages("crash")}
@@ -110,3 +115,34 @@ def test_a_server_crash_mid_write_loses_nothing_acknowledged(postgres_server, po
         # Whole batches only: a transaction cut by the crash left nothing behind.
         assert len(stored) % 5 == 0
         assert archive.get_session("crash").message_count == len(stored)
+
+
+_GRAPH_WRITER = """
+import sys
+from mnemo._db import DatabaseError
+from mnemo.graph import MemoryGraph
+url, log = sys.argv[1], open(sys.argv[2], "a", buffering=1)
+with MemoryGraph(url) as graph:
+    for n in range(300):
+        try:
+            graph.remember_many([{"content": f"note {n} part {p}", "source": f"batch{n}"} for p in range(3)])
+        except DatabaseError as exc:
+            print("unknown", n, exc, file=log)  # cut by the crash: not acknowledged
+            continue
+        print("ok", n, file=log)
+"""
+
+
+def test_a_server_crash_mid_write_loses_no_acknowledged_memory(postgres_server, postgres_url, tmp_path: Path):
+    from mnemo.graph import MemoryGraph
+
+    MemoryGraph(postgres_url).close()
+    log = tmp_path / "acknowledged.log"
+    acknowledged = _crash_while_writing(postgres_server, postgres_url, _GRAPH_WRITER, log, after=30)
+    assert len(acknowledged) >= 290  # the graph reconnected and went on writing
+    with MemoryGraph(postgres_url) as graph:
+        by_batch: dict[str, int] = {}
+        for memory in graph.memories():
+            by_batch[memory.source] = by_batch.get(memory.source, 0) + 1
+    assert all(by_batch.get(f"batch{n}") == 3 for n in acknowledged)
+    assert set(by_batch.values()) == {3}  # a batch cut by the crash left nothing behind

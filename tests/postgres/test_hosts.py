@@ -90,3 +90,60 @@ def test_the_doctor_reports_an_unreachable_database_server(tmp_path: Path):
     [finding] = [f for f in diagnose(tmp_path).findings if f.check == "database.server"]
     assert finding.problem.startswith("cannot reach mnemo's PostgreSQL database")
     assert "pw@" not in (finding.path or "")
+
+
+_GRAPH_HOST = """
+import sys, time
+from pathlib import Path
+from mnemo.config import load_settings
+from mnemo.graph import MemoryGraph
+home, user, go = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+settings = load_settings(home)
+while not go.exists():
+    time.sleep(0.005)
+with MemoryGraph(settings.database_target, scope=settings.scope) as graph:
+    for n in range(25):
+        graph.remember(f"{user} keeps secret number {n} for the heron project", source=f"{user}-chat")
+        found = graph.recall("heron project secret", limit=50, touch=n % 2 == 0)
+        assert found and all(r.memory.content.startswith(user) for r in found), "recalled another user's memory"
+"""
+
+
+def test_hosts_sharing_one_graph_lose_no_memory_and_recall_only_their_users(postgres_url, tmp_path: Path):
+    from mnemo.graph import MemoryGraph
+
+    users = ["ana", "ana", "ben", "chen"]  # two hosts of one user write the same scope at once
+    MemoryGraph(postgres_url).close()
+    go = tmp_path / "go"
+    hosts = []
+    for index, user in enumerate(users):
+        home = tmp_path / f"host-{index}"
+        home.mkdir()
+        env = {**os.environ, "MNEMO_DATABASE_URL": postgres_url, "MNEMO_USER_ID": user}
+        hosts.append(subprocess.Popen([sys.executable, "-c", _GRAPH_HOST, str(home), user, str(go)], env=env))
+    go.touch()
+    assert [h.wait(timeout=180) for h in hosts] == [0] * len(users)
+    for user in set(users):
+        with MemoryGraph(postgres_url, scope=Scope(user)) as graph:
+            memories = graph.memories()
+            assert len(memories) == 25 * users.count(user)
+            assert {m.content.split()[0] for m in memories} == {user}
+            assert graph.stats()["memories"] == len(memories)
+    assert not any((tmp_path / f"host-{index}" / "mnemo.db").exists() for index in range(len(users)))
+
+
+def test_an_agent_with_a_database_url_keeps_its_graph_in_postgresql(postgres_url, tmp_path: Path):
+    import json
+
+    from mnemo import AgentMemory
+    from mnemo.graph import MemoryGraph
+
+    with AgentMemory.open("first", tmp_path, database_url=postgres_url) as memory:
+        stored = json.loads(memory.handle_tool_call("remember", {"content": "The staging cluster runs on Hetzner"}))
+    assert stored["success"] is True, stored
+    with MemoryGraph(postgres_url) as graph:
+        assert [m.content for m in graph.memories()] == ["The staging cluster runs on Hetzner"]
+    with AgentMemory.open("second", tmp_path, database_url=postgres_url) as memory:
+        found = json.loads(memory.handle_tool_call("recall", {"query": "staging cluster"}))
+    assert "Hetzner" in json.dumps(found)
+    assert not (tmp_path / "mnemo.db").exists()

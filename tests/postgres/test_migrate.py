@@ -1,5 +1,5 @@
-"""``mnemo migrate --to URL``: a home's archive copied into PostgreSQL, every scope, losslessly, resumably,
-verified, with the source file never written."""
+"""``mnemo migrate --to URL``: a home's archive and graph copied into PostgreSQL, every scope, losslessly,
+resumably, verified, with the source file never written."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from mnemo.archive import SessionArchive, open_archive
 from mnemo.cli import main
 from mnemo.postgres import migrate as migration
-from mnemo.postgres.migrate import MigrationConflict, migrate_archive
+from mnemo.postgres.migrate import MigrationConflict, migrate_archive, migrate_graph
 from mnemo.scope import Scope
 
 _TOOL_CALL = {"id": "call_1", "type": "function", "function": {"name": "shell", "arguments": '{"cmd": "uptime"}'}}
@@ -107,8 +107,84 @@ def test_the_command_reports_in_json_and_refuses_a_non_url(postgres_url, tmp_pat
     _home_archive(tmp_path / "home")
     assert main(["--home", str(tmp_path / "home"), "migrate", "--to", postgres_url, "--json"]) == 0
     document = json.loads(capsys.readouterr().out)
-    assert document["success"] and document["messages"] == 6 and len(document["sha256"]) == 64
+    assert document["success"] and document["archive"]["messages"] == 6 and len(document["archive"]["sha256"]) == 64
+    assert document["graph"]["memories"] == 0
     assert main(["--home", str(tmp_path / "home"), "migrate", "--to", "/tmp/elsewhere.db"]) == 1
     assert capsys.readouterr().err == "mnemo: --to must be a postgresql:// URL\n"
     with psycopg.connect(postgres_url) as conn:
         assert conn.execute("SELECT count(*) FROM mnemo.messages").fetchone()[0] == 6
+
+
+def _home_graph(home: Path) -> Path:
+    """A home whose archive and graph hold two scopes: memories with edges, a superseded and a forgotten one,
+    vectors, a pin, a one-time import marker, and memories extracted from archived messages."""
+    from graph._support import ConceptEmbedder
+    from mnemo.graph import MemoryGraph
+    from mnemo.graph.extraction import extract_messages
+
+    path = _home_archive(home)
+    with MemoryGraph(path, scope=Scope("ana"), embedder=ConceptEmbedder()) as ana:
+        dog = ana.remember("Ana's dog is called Rex", "fact", source="ana-1", subject="Ana")
+        ana.remember("Rex loves the Paris park", relations=[(dog.id, "related_to", 0.7)], pin=True)
+        ana.replace(dog.id, "Ana's dog is called Rexy")
+        ana.forget(ana.remember("A passing note").id)
+        ana.remember_once("curated-import", [("Ana prefers tabs", "preference", "curated")])
+        extract_messages(ana, "ana-1", [{"role": "user", "content": "I prefer dark roast coffee every morning."}])
+        ana.embed_pending()
+    with MemoryGraph(path, scope=Scope("ben", "bot", "slack")) as ben:
+        ben.remember("Ben's release is on Friday", "event")
+    return path
+
+
+def _graph_state(target: str | Path, scope: Scope) -> tuple[list, list, dict]:
+    from mnemo.graph import MemoryGraph
+
+    with MemoryGraph(target, scope=scope) as graph:
+        memories = [m.as_dict() for m in graph.memories(include_forgotten=True)]
+        edges = sorted((a.source_id, a.target_id, a.relation.value, a.weight, a.origin) for a in graph.associations())
+        stats = graph.stats()
+    return memories, edges, stats
+
+
+def test_the_graph_of_every_scope_is_copied_exactly(postgres_url, tmp_path: Path):
+    from graph._support import ConceptEmbedder
+    from mnemo.graph import MemoryGraph
+    from mnemo.graph.extraction import source_messages
+
+    source = _home_graph(tmp_path / "home")
+    before = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in source.parent.iterdir() if p.is_file()}
+    migrate_archive(source, postgres_url)
+    report = migrate_graph(source, postgres_url)
+    assert (report.memories_copied, report.memories, report.associations) == (7, 7, 2)
+    assert report.vectors == 6  # every memory of ana's scope (ben's graph has no embedder)
+    for scope in (Scope("ana"), Scope("ben", "bot", "slack")):
+        assert _graph_state(postgres_url, scope) == _graph_state(source, scope)
+    with MemoryGraph(postgres_url, scope=Scope("ana"), embedder=ConceptEmbedder()) as graph:
+        assert graph.remember_once("curated-import", [("Ana prefers tabs", "preference", "curated")]) is None
+        assert graph.stats()["pending_embeddings"] == 0  # the vectors came along
+        assert [r.memory.content for r in graph.recall("puppy", limit=1)] == ["Ana's dog is called Rexy"]
+        coffee = [m for m in graph.memories() if "coffee" in m.content]
+        assert coffee and source_messages(graph, [coffee[0].id])
+    after = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in source.parent.iterdir() if p.is_file()}
+    assert after == before
+
+
+def test_an_interrupted_graph_copy_resumes_and_a_conflict_is_refused(postgres_url, tmp_path: Path, monkeypatch):
+    from mnemo.graph import MemoryGraph
+
+    source = _home_graph(tmp_path / "home")
+    monkeypatch.setattr(migration, "BATCH", 3)
+
+    def interrupt(count: int) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        migrate_graph(source, postgres_url, progress=interrupt)
+    report = migrate_graph(source, postgres_url)
+    assert (report.memories_present, report.memories_copied, report.memories) == (3, 4, 7)
+    with MemoryGraph(postgres_url, scope=Scope("ana")) as graph:
+        [first] = graph.memories()[:1]
+        with graph._write() as conn:
+            conn.execute("UPDATE graph_memories SET content = 'changed meanwhile' WHERE id = ?", (first.id,))
+    with pytest.raises(MigrationConflict, match=first.id):
+        migrate_graph(source, postgres_url)

@@ -8,7 +8,6 @@ role and exact text, in order: the n-th occurrence of a repeated message maps to
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,13 +24,7 @@ class ArchivedRef:
     created_at: float
 
 
-def _has_archive(conn: sqlite3.Connection) -> bool:
-    return (
-        conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'messages'").fetchone() is not None
-    )
-
-
-def _lineage(conn: sqlite3.Connection, session_id: str, scope: Scope) -> list[str]:
+def _lineage(conn: Any, session_id: str, scope: Scope) -> list[str]:
     """``session_id`` and the sessions it continues, newest first, all in ``scope``."""
     chain, current = [], session_id
     while current is not None and current not in chain:
@@ -47,12 +40,12 @@ def _lineage(conn: sqlite3.Connection, session_id: str, scope: Scope) -> list[st
 
 
 def locate_messages(
-    conn: sqlite3.Connection, scope: Scope, session_id: str, messages: Sequence[Mapping[str, Any]]
+    conn: Any, scope: Scope, session_id: str, messages: Sequence[Mapping[str, Any]]
 ) -> list[ArchivedRef | None]:
     """The archive row of each message (``None`` where the archive has none): matched by ``session_id`` or
     a session it continues, in ``scope``, by role and exact text; each row is used at most once."""
     found: list[ArchivedRef | None] = [None] * len(messages)
-    if not messages or not _has_archive(conn):
+    if not messages:
         return found
     sessions = _lineage(conn, session_id, scope)
     if not sessions:

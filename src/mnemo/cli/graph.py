@@ -27,7 +27,7 @@ from ._settings import settings_for
 def _graph(args: argparse.Namespace) -> MemoryGraph:
     settings = settings_for(args)
     return MemoryGraph(
-        settings.database_path,
+        settings.database_target,
         scope=settings.scope,
         embedder=named_embedder(settings.graph_embedder),
         scan_threshold=settings.scan_threshold,

@@ -1,4 +1,4 @@
-"""``mnemo migrate --to postgresql://...``: copy the home's session archive into PostgreSQL."""
+"""``mnemo migrate --to postgresql://...``: copy the home's session archive and memory graph into PostgreSQL."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from ._settings import settings_for
 
 def _migrate(args: argparse.Namespace) -> int:
     from ..postgres.connection import is_url
-    from ..postgres.migrate import count_messages, migrate_archive
+    from ..postgres.migrate import count_memories, count_messages, migrate_archive, migrate_graph
 
     if not is_url(args.to):
         raise CliError("--to must be a postgresql:// URL")
@@ -21,13 +21,18 @@ def _migrate(args: argparse.Namespace) -> int:
         raise CliError(f"nothing to copy: {source} does not exist")
     with progress(count_messages(source), "copying archived messages") as advance:
         report = migrate_archive(source, args.to, progress=advance)
+    with progress(count_memories(source), "copying graph memories") as advance:
+        graph = migrate_graph(source, args.to, progress=advance)
     if args.json:
-        print_json(asdict(report))
+        print_json({"archive": asdict(report), "graph": asdict(graph)})
     else:
         lines([
             f"archive copied to {report.target}: {report.sessions_copied:,} sessions and {report.messages_copied:,}"
             f" messages added ({report.sessions_present:,} and {report.messages_present:,} were already there)",
             f"verified: {report.sessions:,} sessions, {report.messages:,} messages, sha256 {report.sha256[:16]}",
+            f"graph copied: {graph.memories_copied:,} memories added ({graph.memories_present:,} were already there)",
+            f"verified: {graph.memories:,} memories, {graph.associations:,} edges, {graph.vectors:,} vectors,"
+            f" sha256 {graph.sha256[:16]}",
             f"to use it: set database_url = \"{report.target}\" in config.toml (or MNEMO_DATABASE_URL)",
         ])  # fmt: skip
     return 0
@@ -36,7 +41,7 @@ def _migrate(args: argparse.Namespace) -> int:
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     """Add ``mnemo migrate``."""
     parser = subparsers.add_parser(
-        "migrate", parents=[common], help="copy the home's session archive into PostgreSQL (resumable, verified)"
+        "migrate", parents=[common], help="copy the home's session archive and memory graph into PostgreSQL (resumable, verified)"
     )
     parser.add_argument("--to", required=True, metavar="URL", help="the postgresql:// database to copy into")
     parser.set_defaults(handler=_migrate)

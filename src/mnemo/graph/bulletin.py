@@ -103,7 +103,7 @@ def _lines(graph: MemoryGraph, kinds: tuple[MemoryType, ...]) -> list[tuple[bool
     rows = []
     with graph._lock:
         rows += graph._conn.execute(
-            f"{SELECT_MEMORY} INDEXED BY graph_memories_pinned WHERE {SCOPE_CLAUSE} AND m.pinned = 1 AND {alive}"
+            f"{SELECT_MEMORY}{graph._engine.indexed_by('graph_memories_pinned')} WHERE {SCOPE_CLAUSE} AND m.pinned = 1 AND {alive}"
             f" AND m.type IN ({', '.join('?' * len(kinds))}) ORDER BY m.created_at DESC, m.id",
             (*scope_params(graph.scope), *(k.value for k in kinds)),
         ).fetchall()

@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -95,6 +94,8 @@ def message_key(session_id: str, message: Mapping[str, Any], ref: ArchivedRef | 
 def locate(graph: MemoryGraph, session_id: str, messages: Sequence[Mapping[str, Any]]) -> list[ArchivedRef | None]:
     """The archive rows of ``messages`` in the graph's database and scope (see :func:`locate_messages`)."""
     with graph._lock:
+        if not graph._engine.has_table("messages"):
+            return [None] * len(messages)
         return locate_messages(graph._conn, graph.scope, session_id, messages)
 
 
@@ -158,7 +159,8 @@ def extract_messages(
             stored = graph._store_items(conn, items, "") if items else []
             for memory, origin in zip(stored, sources, strict=True):
                 conn.executemany(
-                    "INSERT OR IGNORE INTO graph_memory_messages (memory_id, session_id, message_id) VALUES (?, ?, ?)",
+                    "INSERT INTO graph_memory_messages (memory_id, session_id, message_id) VALUES (?, ?, ?)"
+                    " ON CONFLICT DO NOTHING",
                     [(memory.id, *_where(session_id, refs[i])) for i in origin],
                 )
             counts = {i: 0 for i in fresh}
@@ -188,7 +190,7 @@ def _said_at(message: Mapping[str, Any], ref: ArchivedRef | None) -> float | Non
     return float(when) if isinstance(when, (int, float)) and not isinstance(when, bool) else None
 
 
-def _recorded(graph: MemoryGraph, keys: Sequence[str], conn: sqlite3.Connection | None = None) -> set[str]:
+def _recorded(graph: MemoryGraph, keys: Sequence[str], conn: Any = None) -> set[str]:
     found: set[str] = set()
     with graph._lock:
         db = conn or graph._conn

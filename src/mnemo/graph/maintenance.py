@@ -30,20 +30,18 @@ from __future__ import annotations
 
 import math
 import re
-import sqlite3
 import time
 import uuid
 from collections import Counter
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from ..errors import InvalidArgument
 from .schema import scope_params
 from .types import MemoryType, Relation
 
 if TYPE_CHECKING:
+    from .engine import GraphEngine
     from .store import MemoryGraph
 
 DAY = 86_400.0
@@ -265,7 +263,7 @@ def _due(graph: MemoryGraph, now: float, interval_hours: float) -> bool:
     return now - row[0] >= interval_hours * 3600.0
 
 
-def _state(conn: sqlite3.Connection, graph: MemoryGraph) -> dict[str, Any]:
+def _state(conn: Any, graph: MemoryGraph) -> dict[str, Any]:
     conn.execute(
         "INSERT INTO graph_maintenance (user_id, agent_id, channel_id) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
         scope_params(graph.scope),
@@ -296,7 +294,7 @@ class _Lease:
                 == 1
             )
 
-    def renew(self, conn: sqlite3.Connection) -> bool:
+    def renew(self, conn: Any) -> bool:
         """Extend the lease inside the caller's write transaction; false if it was lost (expired and taken)."""
         return (
             conn.execute(
@@ -331,7 +329,7 @@ def _in_batches(step: Any, graph: MemoryGraph, lease: _Lease, budget: int | None
     return False
 
 
-def _log(conn: sqlite3.Connection, at: float, memory_id: str, action: str, other: str | None, detail: str) -> None:
+def _log(conn: Any, at: float, memory_id: str, action: str, other: str | None, detail: str) -> None:
     conn.execute(
         "INSERT INTO graph_maintenance_log (at, memory_id, action, other_id, detail) VALUES (?, ?, ?, ?, ?)",
         (at, memory_id, action, other, detail),
@@ -350,7 +348,7 @@ class _Pass:
     counts: Counter[str]
     owner: str | None
 
-    def advance(self, conn: sqlite3.Connection, cursor: str, seq: int) -> None:
+    def advance(self, conn: Any, cursor: str, seq: int) -> None:
         """Move ``cursor`` (``decay_cursor`` or ``link_cursor``) past ``seq``, in the caller's transaction."""
         self.state[cursor] = seq
         if self.owner is not None:
@@ -360,57 +358,67 @@ class _Pass:
 
 
 # Decay, written once as SQL over one memory's columns (``:now`` the pass's time), so a pass over 100k memories
-# is a few set-wise statements, not a Python loop with one UPDATE per row. ``mnemo_decay(days)`` is
-# (1 - DECAY_PER_DAY) ** days, registered on the connection (SQLite's own pow() is a compile-time option).
+# is a few set-wise statements, not a Python loop with one UPDATE per row.
 _BASE = "COALESCE(base_importance, importance)"
 _BOOST = (
     "(last_accessed_at IS NOT NULL AND decayed_at IS NOT NULL AND last_accessed_at >= decayed_at"
     f" AND importance < {_BASE})"
 )
-_DAYS = f"((:now - max(COALESCE(decayed_at, 0), COALESCE(last_accessed_at, 0), created_at)) / {DAY})"
-_LEVEL = (
-    f"(CASE WHEN {_BOOST} THEN {_BASE} ELSE importance END)"
-    f" * (CASE WHEN {_DAYS} >= 1 THEN max(mnemo_decay({_DAYS}), {1.0 - MAX_DECAY_PER_PASS}) ELSE 1 END)"
-)
-# Unary + keeps the planner on the seq range (a batch) instead of the scope index (the whole scope).
-_DECAYING = (
-    "seq > :after AND seq <= :upto AND +user_id = :user AND +agent_id = :agent AND +channel_id = :channel"
-    f" AND forgotten = 0 AND pinned = 0 AND type NOT IN ({', '.join(repr(t) for t in EXEMPT_TYPES)})"
-)
 
 
-def _decay_factor(days: float) -> float:
-    return (1.0 - DECAY_PER_DAY) ** days
+@dataclass(frozen=True, slots=True)
+class _DecaySql:
+    """The decay expressions in one engine's dialect."""
+
+    days: str
+    level: str
+    decaying: str
+
+    @classmethod
+    def of(cls, engine: GraphEngine) -> _DecaySql:
+        days = f"((:now - {engine.greatest('COALESCE(decayed_at, 0)', 'COALESCE(last_accessed_at, 0)', 'created_at')}) / {DAY})"
+        factor = engine.greatest(engine.power(str(1.0 - DECAY_PER_DAY), days), str(1.0 - MAX_DECAY_PER_PASS))
+        level = f"(CASE WHEN {_BOOST} THEN {_BASE} ELSE importance END) * (CASE WHEN {days} >= 1 THEN {factor} ELSE 1 END)"
+        plain = engine.plain
+        # Keep the planner on the seq range (a batch) instead of the scope index (the whole scope).
+        decaying = (
+            f"seq > :after AND seq <= :upto AND {plain('user_id')} = :user AND {plain('agent_id')} = :agent"
+            f" AND {plain('channel_id')} = :channel AND forgotten = 0 AND pinned = 0"
+            f" AND type NOT IN ({', '.join(repr(t) for t in EXEMPT_TYPES)})"
+        )
+        return cls(days, level, decaying)
 
 
-def _decay_phase(conn: sqlite3.Connection, run: _Pass, limit: int | None) -> tuple[int, bool]:
+def _decay_phase(conn: Any, run: _Pass, limit: int | None) -> tuple[int, bool]:
     """Decay, boost and prune the next ``limit`` memories after the decay cursor; (examined, phase done)."""
     graph, now, rules, state, counts = run.graph, run.now, run.rules, run.state, run.counts
     user, agent, channel = scope_params(graph.scope)
+    engine = graph._engine
+    sql = _DecaySql.of(engine)
     examined, upto = conn.execute(
-        "SELECT count(*), max(seq) FROM (SELECT seq FROM graph_memories"
-        " WHERE seq > ? AND +user_id = ? AND +agent_id = ? AND +channel_id = ? AND forgotten = 0 ORDER BY seq"
-        + ("" if limit is None else " LIMIT ?") + ")",
+        f"SELECT count(*), max(seq) FROM (SELECT seq FROM graph_memories WHERE seq > ? AND {engine.plain('user_id')} = ?"
+        f" AND {engine.plain('agent_id')} = ? AND {engine.plain('channel_id')} = ? AND forgotten = 0 ORDER BY seq"
+        + ("" if limit is None else " LIMIT ?") + ") AS batch",
         (state["decay_cursor"], user, agent, channel, *(() if limit is None else (limit,))),
     ).fetchone()
     if not examined:
         return 0, True
-    conn.create_function("mnemo_decay", 1, _decay_factor, deterministic=True)
     where = {"after": state["decay_cursor"], "upto": upto, "user": user, "agent": agent, "channel": channel, "now": now}
     boosted, decayed = conn.execute(
-        f"SELECT coalesce(sum({_BOOST}), 0), coalesce(sum({_DAYS} >= 1), 0) FROM graph_memories WHERE {_DECAYING}",
+        f"SELECT coalesce(sum(CASE WHEN {_BOOST} THEN 1 ELSE 0 END), 0),"
+        f" coalesce(sum(CASE WHEN {sql.days} >= 1 THEN 1 ELSE 0 END), 0) FROM graph_memories WHERE {sql.decaying}",
         where,
     ).fetchone()
     conn.execute(
-        f"UPDATE graph_memories SET importance = {_LEVEL}, base_importance = {_BASE}, decayed_at = :now"
-        f" WHERE {_DECAYING} AND ({_BOOST} OR {_DAYS} >= 1)",
+        f"UPDATE graph_memories SET importance = {sql.level}, base_importance = {_BASE}, decayed_at = :now"
+        f" WHERE {sql.decaying} AND ({_BOOST} OR {sql.days} >= 1)",
         where,
     )
     counts["boosted"] += boosted
     counts["decayed"] += decayed
     pruned = conn.execute(
         f"SELECT id, importance, {_BASE}, COALESCE(last_accessed_at, created_at) FROM graph_memories"
-        f" WHERE {_DECAYING} AND importance < :below AND :now - COALESCE(last_accessed_at, created_at) >= :after_idle",
+        f" WHERE {sql.decaying} AND importance < :below AND :now - COALESCE(last_accessed_at, created_at) >= :after_idle",
         {**where, "below": rules.prune_below, "after_idle": rules.prune_after},
     ).fetchall()
     for memory_id, level, base, used in pruned:
@@ -425,17 +433,18 @@ def _decay_phase(conn: sqlite3.Connection, run: _Pass, limit: int | None) -> tup
 _NEIGHBOUR_FIELDS = "m.seq, m.id, m.content, m.subject, m.forgotten, m.importance, m.base_importance, m.pinned, m.access_count, m.last_accessed_at"
 
 
-def _link_phase(conn: sqlite3.Connection, run: _Pass, limit: int | None) -> tuple[int, bool]:
+def _link_phase(conn: Any, run: _Pass, limit: int | None) -> tuple[int, bool]:
     """Link and consolidate the next ``limit`` memories written after the link cursor; (examined, done)."""
     graph, rules, state = run.graph, run.rules, run.state
     embedder = graph.embedder
     if embedder is None:
         return 0, True  # nothing to compare by; the cursor waits for an embedder
+    engine, plain = graph._engine, graph._engine.plain
     rows = conn.execute(
-        f"SELECT {_NEIGHBOUR_FIELDS}, v.vector FROM graph_memories m LEFT JOIN graph_vectors v"
-        " ON v.memory_id = m.id AND v.model = ? AND v.dim = ?"
-        " WHERE m.seq > ? AND +m.user_id = ? AND +m.agent_id = ? AND +m.channel_id = ? ORDER BY m.seq"
-        + ("" if limit is None else " LIMIT ?"),
+        f"SELECT {_NEIGHBOUR_FIELDS}, {engine.vector_values('v.vector')} AS vector FROM graph_memories m"
+        " LEFT JOIN graph_vectors v ON v.memory_id = m.id AND v.model = ? AND v.dim = ?"
+        f" WHERE m.seq > ? AND {plain('m.user_id')} = ? AND {plain('m.agent_id')} = ? AND {plain('m.channel_id')} = ?"
+        " ORDER BY m.seq" + ("" if limit is None else " LIMIT ?"),
         (embedder.name, embedder.dim, state["link_cursor"], *scope_params(graph.scope),
          *(() if limit is None else (limit,))),
     ).fetchall()  # fmt: skip
@@ -444,7 +453,7 @@ def _link_phase(conn: sqlite3.Connection, run: _Pass, limit: int | None) -> tupl
         rows = rows[:waiting]  # the cursor stops before the first memory not embedded yet
     live = [r for r in rows if not r["forgotten"]]
     if live:
-        probes = np.frombuffer(b"".join(r["vector"] for r in live), dtype=np.float32).reshape(len(live), embedder.dim)
+        probes = engine.matrix([r["vector"] for r in live], embedder.dim)
         hits = graph._vectors.search_many(conn, graph.scope, embedder, probes, NEIGHBOURS + 1, rules.link_threshold)
         _connect(conn, graph, rules, live, hits, run.counts)
     if rows:
@@ -453,10 +462,10 @@ def _link_phase(conn: sqlite3.Connection, run: _Pass, limit: int | None) -> tupl
 
 
 def _connect(
-    conn: sqlite3.Connection,
+    conn: Any,
     graph: MemoryGraph,
     rules: _Rules,
-    new: list[sqlite3.Row],
+    new: list[Any],
     hits: list[list[tuple[Any, float]]],
     counts: Counter[str],
 ) -> None:
@@ -495,7 +504,7 @@ def _connect(
             counts["linked"] += 1
 
 
-def _merge(conn: sqlite3.Connection, graph: MemoryGraph, newer: sqlite3.Row, older: sqlite3.Row, now: float, weight: float) -> None:
+def _merge(conn: Any, graph: MemoryGraph, newer: Any, older: Any, now: float, weight: float) -> None:
     """``newer`` supersedes its near-duplicate ``older`` and takes over its use and weight."""
     graph._link(conn, newer["id"], older["id"], Relation.UPDATES, 1.0)
     current = conn.execute(
@@ -514,8 +523,8 @@ def _merge(conn: sqlite3.Connection, graph: MemoryGraph, newer: sqlite3.Row, old
     _log(conn, now, older["id"], "merged", newer["id"], f"near-duplicate (cosine {weight:.3f})")
 
 
-def _rows_by_id(conn: sqlite3.Connection, ids: set[str]) -> dict[str, sqlite3.Row]:
-    found: dict[str, sqlite3.Row] = {}
+def _rows_by_id(conn: Any, ids: set[str]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
     listed = sorted(ids)
     for start in range(0, len(listed), 500):  # stay under SQLite's bound-parameter limit
         chunk = listed[start : start + 500]
@@ -526,7 +535,7 @@ def _rows_by_id(conn: sqlite3.Connection, ids: set[str]) -> dict[str, sqlite3.Ro
     return found
 
 
-def _superseded(conn: sqlite3.Connection, ids: set[str]) -> set[str]:
+def _superseded(conn: Any, ids: set[str]) -> set[str]:
     listed = sorted(ids)
     found: set[str] = set()
     for start in range(0, len(listed), 500):
@@ -542,7 +551,7 @@ def _superseded(conn: sqlite3.Connection, ids: set[str]) -> set[str]:
     return found
 
 
-def _connected(conn: sqlite3.Connection, a: str, b: str) -> bool:
+def _connected(conn: Any, a: str, b: str) -> bool:
     return (
         conn.execute(
             "SELECT 1 FROM graph_associations WHERE (source_id = ? AND target_id = ?) OR (source_id = ? AND target_id = ?)"

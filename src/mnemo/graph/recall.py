@@ -3,7 +3,7 @@
 Two channels propose candidates within one scope, ranked by the retrieval engine shared with the session
 archive (:class:`mnemo.retrieval.Fusion`):
 
-* ``fts``: FTS5 BM25 over the memories' text (a natural-language question becomes a ranked OR of its
+* ``fts``: BM25 over the memories' text (FTS5 in SQLite, ``tsvector`` in PostgreSQL: see :mod:`mnemo.graph.engine`) (a natural-language question becomes a ranked OR of its
   meaningful terms);
 * ``vector``: cosine similarity of the query's embedding to the stored ones (only when an embedder is
   set, and only vectors of that same model).
@@ -21,7 +21,6 @@ prefer the newest version. Importance and recency come last, as a bounded prior.
 from __future__ import annotations
 
 import math
-import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -34,10 +33,10 @@ from ..retrieval.names import names_mentioned
 from ..retrieval.query import or_query, parse_query, term_phrases
 from .schema import SCOPE_CLAUSE, SELECT_MEMORY, row_to_memory, scope_params
 from .types import Memory, MemoryType, Relation, Scope
-from .vectors import VectorCache
 
 if TYPE_CHECKING:
     from ..embeddings.protocol import Embedder
+    from .engine import GraphEngine, VectorIndex
 
 FUSION = Fusion()
 HOP_DECAY = 0.5
@@ -97,7 +96,6 @@ def score(relevance: float, importance: float, age_days: float) -> float:
 COMMON_MATCHES = 5_000
 # Matches walked to score whole sources; the terms left out are the commonest, which tell sources apart least.
 SOURCE_TEXT_MATCHES = 1_000
-_COUNT_UP_TO = "SELECT count(*) FROM (SELECT 1 FROM graph_memories_fts WHERE graph_memories_fts MATCH ? LIMIT ?)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,14 +107,14 @@ class _TextQuery:
     source_terms: tuple[str, ...] = ()
 
 
-def _text_query(query: str, conn: sqlite3.Connection | None = None) -> _TextQuery:
+def _text_query(query: str, engine: GraphEngine | None = None) -> _TextQuery:
     parsed = parse_query(query)
     if parsed.explicit or not parsed.terms:
         return _TextQuery(parsed.strict)
     terms = list(parsed.terms)
-    if conn is None:
+    if engine is None:
         return _TextQuery(or_query(terms))
-    counts = {term: conn.execute(_COUNT_UP_TO, (or_query([term]), COMMON_MATCHES)).fetchone()[0] for term in terms}
+    counts = {term: engine.count_matches(engine.conn, or_query([term]), COMMON_MATCHES) for term in terms}
     rare = [term for term in terms if counts[term] < COMMON_MATCHES]
     # Scoring sources walks each term's matches: rarest terms first, within SOURCE_TEXT_MATCHES in all.
     counted, budget = [], SOURCE_TEXT_MATCHES
@@ -128,35 +126,19 @@ def _text_query(query: str, conn: sqlite3.Connection | None = None) -> _TextQuer
     return _TextQuery(or_query(rare or terms), tuple(term_phrases(counted)))
 
 
-def match_expression(query: str, conn: sqlite3.Connection | None = None) -> str:
-    """The FTS5 expression recall runs for ``query``: operators the user typed are kept, otherwise a ranked
-    OR of the meaningful terms (every word need not appear in a memory for it to be relevant), less the
-    words too common to help when ``conn`` is given to count them."""
-    return _text_query(query, conn).expression
-
-
-def _fts_candidates(
-    conn: sqlite3.Connection, scope: Scope, expression: str, alive: str, count: int
-) -> dict[str, float]:
-    """Raw bm25 per candidate, larger is better."""
-    if not expression:
-        return {}
-    rows = conn.execute(
-        "SELECT m.id, bm25(graph_memories_fts) AS rank FROM graph_memories_fts"
-        " JOIN graph_memories m ON m.seq = graph_memories_fts.rowid"
-        f" WHERE graph_memories_fts MATCH ? AND m.user_id = ? AND m.agent_id = ? AND m.channel_id = ?{alive}"
-        " ORDER BY rank LIMIT ?",
-        (expression, scope.user_id, scope.agent_id, scope.channel_id, count),
-    ).fetchall()
-    return {r[0]: -r[1] for r in rows}
+def match_expression(query: str, engine: GraphEngine | None = None) -> str:
+    """The FTS5-syntax expression recall runs for ``query``: operators the user typed are kept, otherwise a
+    ranked OR of the meaningful terms (every word need not appear in a memory for it to be relevant), less
+    the words too common to help when ``engine`` is given to count them."""
+    return _text_query(query, engine).expression
 
 
 def _vector_candidates(
-    conn: sqlite3.Connection,
+    conn: Any,
     scope: Scope,
     query: str,
     embedder: Embedder,
-    vectors: VectorCache,
+    vectors: VectorIndex,
     include_forgotten: bool,
     count: int,
 ) -> dict[str, float]:
@@ -175,7 +157,7 @@ def _vector_candidates(
 
 
 def _placements(
-    conn: sqlite3.Connection, ids: list[str], named: frozenset[str]
+    conn: Any, ids: list[str], named: frozenset[str]
 ) -> tuple[dict[str, Placement], set[str], dict[str, float]]:
     """Each candidate's context (memories of one source, in write order), the candidates whose subject is
     one of ``named``, and when each candidate was created."""
@@ -201,24 +183,20 @@ SOURCE_K1 = 1.2
 SOURCE_B = 0.75
 
 
-def _source_text(conn: sqlite3.Connection, scope: Scope, phrases: tuple[str, ...], alive: str) -> dict[str, float]:
+def _source_text(engine: GraphEngine, scope: Scope, phrases: tuple[str, ...], alive: str) -> dict[str, float]:
     """BM25 of each source taken as one document, from how many of its memories hold each term (a
     source is as long as its memory count). ``phrases`` come from :func:`_text_query`, which keeps their
     matches within ``SOURCE_TEXT_MATCHES``, so the cost stays bounded whatever the store's size."""
     if not phrases:
         return {}
+    conn = engine.conn
     where = f"{SCOPE_CLAUSE.replace('m.', '')} AND field = 'source'"
-    sources, memories = conn.execute(f"SELECT count(*), total(memories) FROM graph_tallies WHERE {where}", scope_params(scope)).fetchone()
+    sources, memories = conn.execute(
+        f"SELECT count(*), coalesce(sum(memories), 0) FROM graph_tallies WHERE {where}", scope_params(scope)
+    ).fetchone()
     if sources < 2:
         return {}  # one source: nothing to tell apart
-    held = [
-        conn.execute(
-            "SELECT m.source, count(*) FROM graph_memories_fts JOIN graph_memories m ON m.seq = graph_memories_fts.rowid"
-            f" WHERE graph_memories_fts MATCH ? AND {SCOPE_CLAUSE} AND m.source != ''{alive} GROUP BY m.source",
-            (phrase, *scope_params(scope)),
-        ).fetchall()
-        for phrase in phrases
-    ]
+    held = [engine.source_matches(conn, scope, phrase, alive) for phrase in phrases]
     matched = list({source for rows in held for source, _ in rows})
     sizes: dict[str, int] = {}
     for start in range(0, len(matched), 500):  # stay under SQLite's bound-parameter limit
@@ -237,7 +215,7 @@ def _source_text(conn: sqlite3.Connection, scope: Scope, phrases: tuple[str, ...
     return scores
 
 
-def named_subjects(conn: sqlite3.Connection, scope: Scope, query: str) -> frozenset[str]:
+def named_subjects(conn: Any, scope: Scope, query: str) -> frozenset[str]:
     """The subjects of this scope's memories that ``query`` names (see :func:`names_mentioned`)."""
     subjects = conn.execute(
         f"SELECT value FROM graph_tallies WHERE {SCOPE_CLAUSE.replace('m.', '')} AND field = 'subject'",
@@ -252,7 +230,7 @@ _FOLLOWED = " AND NOT (a.relation = 'related_to' AND a.origin = 'maintenance')"
 
 
 def _expand(
-    conn: sqlite3.Connection, seeds: dict[str, float], alive: str
+    conn: Any, seeds: dict[str, float], alive: str
 ) -> dict[str, tuple[float, tuple[str, str]]]:
     """Best relevance reaching each neighbour of ``seeds`` in one hop, and the edge it came by."""
     if not seeds:
@@ -278,12 +256,12 @@ def _expand(
 
 
 def search(
-    conn: sqlite3.Connection,
+    engine: GraphEngine,
     scope: Scope,
     query: str,
     *,
     embedder: Embedder | None,
-    vectors: VectorCache,
+    vectors: VectorIndex,
     limit: int,
     types: frozenset[MemoryType] | None,
     window: tuple[float | None, float | None],
@@ -293,17 +271,19 @@ def search(
     fusion: Fusion = FUSION,
 ) -> list[RecallResult]:
     """Run the channels and rank; the caller holds the connection's lock."""
+    conn = engine.conn
     alive = "" if include_forgotten else " AND m.forgotten = 0"
     # Filters apply to results, not seeds: an old version or an off-type memory can still lead to a match.
     pool = max(limit * 5, 100)
-    text = _text_query(query, conn)
-    raw: dict[str, dict[str, float]] = {FTS: _fts_candidates(conn, scope, text.expression, alive, pool)}
+    text = _text_query(query, engine)
+    found = engine.text_candidates(conn, scope, text.expression, alive, pool) if text.expression else {}
+    raw: dict[str, dict[str, float]] = {FTS: found}
     if embedder is not None:
         raw[VECTOR] = _vector_candidates(conn, scope, query, embedder, vectors, include_forgotten, pool)
     normalised = fusion.normalise(raw)
     ids = list({key for values in normalised.values() for key in values})
     placements, focus, created = _placements(conn, ids, named_subjects(conn, scope, query))
-    group_text = _source_text(conn, scope, text.source_terms, alive) if placements else {}
+    group_text = _source_text(engine, scope, text.source_terms, alive) if placements else {}
     periods = mentioned_periods(query, now)
     timely = {key for key, at in created.items() if periods.contains(at)} if periods else set()
     base = fusion.relevance(normalised, placements, group_text=group_text, focus=focus, timely=timely)
@@ -341,7 +321,7 @@ def search(
     return mark_disagreements(conn, results[:limit])
 
 
-def mark_disagreements(conn: sqlite3.Connection, results: list[RecallResult]) -> list[RecallResult]:
+def mark_disagreements(conn: Any, results: list[RecallResult]) -> list[RecallResult]:
     """Mark each result that a newer memory supersedes or contradicts, and put the newer one first when both
     are among ``results``: two memories that disagree are never served as equally true."""
     if not results:

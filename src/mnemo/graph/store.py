@@ -1,8 +1,10 @@
-"""The memory graph store: typed memories and their associations in mnemo's database (``mnemo.db``).
+"""The memory graph store: typed memories and their associations in mnemo's database (``mnemo.db``, or
+PostgreSQL: the engine seam is :mod:`mnemo.graph.engine`).
 
-Every write is one ``BEGIN IMMEDIATE`` transaction (see :mod:`mnemo._db`), so several processes can
-share the database without losing each other's memories; the FTS index is kept in step by triggers, so
-a memory is full-text searchable the moment its write commits. Embedding is deferred: vectors are
+Every write is one transaction that writers of the same scope take one at a time (SQLite's ``BEGIN
+IMMEDIATE``, a per-scope advisory lock on PostgreSQL), so several processes can share the database without
+losing each other's memories; the full-text index is kept in step inside the same transaction, so a memory
+is searchable the moment its write commits. Embedding is deferred: vectors are
 computed in batches (at the next recall, or by :meth:`MemoryGraph.embed_pending`) and stored with the
 model's name and dimension, so a change of model re-embeds instead of mixing vector spaces.
 
@@ -30,18 +32,15 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from .. import _db
 from .._time import to_timestamp
-from ..database import connect_owned
 from ..embeddings.queries import PrefetchedEmbedder, QueryVectors, background
-from ..embeddings.synced import snapshot
-from ..embeddings.vector_file import directory_for
 from ..errors import InvalidArgument, check_text, excerpt
 from ..retrieval.names import name_key
 from ..safety.scan import scan
 from . import recall as _recall
+from .engine import open_engine
 from .errors import BlockedContent, ImportConflict, MemoryNotFound
-from .schema import SCOPE_CLAUSE, SELECT_MEMORY, ensure_schema, row_to_memory, scope_params
+from .schema import SCOPE_CLAUSE, SELECT_MEMORY, row_to_memory, scope_params
 from .types import (
     Association,
     Memory,
@@ -52,7 +51,6 @@ from .types import (
     parse_relation,
     parse_unit_interval,
 )
-from .vectors import VectorCache
 
 if TYPE_CHECKING:
     from ..embeddings.protocol import Embedder
@@ -100,24 +98,6 @@ class RestoreCounts:
     associations: int
 
 
-def _first_pending(path: Path, scope: Scope, model: str, dim: int) -> int:
-    """How far every memory of ``scope`` has a vector of ``model``: the seq below the first one without,
-    or the highest seq when none lacks one (read on a connection of its own, off the recall's path)."""
-    conn = _db.connect(path)
-    try:
-        with snapshot(conn):
-            row = conn.execute(
-                "SELECT m.seq FROM graph_memories m LEFT JOIN graph_vectors v ON v.memory_id = m.id"
-                " WHERE +m.user_id = ? AND +m.agent_id = ? AND +m.channel_id = ?"
-                " AND (v.memory_id IS NULL OR v.model != ? OR v.dim != ?) ORDER BY m.seq LIMIT 1",
-                (*scope_params(scope), model, dim),
-            ).fetchone()
-            top = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM graph_memories").fetchone()[0]
-        return top if row is None else row[0] - 1
-    finally:
-        conn.close()
-
-
 def _new_id() -> str:
     return uuid.uuid4().hex[:16]
 
@@ -132,8 +112,9 @@ class MemoryGraph:
 
     ``database`` is a path to mnemo's database (opened and owned here, after
     :func:`~mnemo.database.check_owned` found it to be mnemo's, with the vector files derived from it
-    beside it: see :mod:`mnemo.graph.vectors`) or an open connection (borrowed: :meth:`close` leaves it
-    open, and its vectors are read into memory). Every read and write is confined to ``scope``. With
+    beside it: see :mod:`mnemo.graph.vectors`), an open SQLite connection (borrowed: :meth:`close` leaves
+    it open, and its vectors are read into memory), or a ``postgresql://`` URL (tables in mnemo's schema
+    of that database, vectors searched by pgvector: see :mod:`mnemo.postgres.graph`). Every read and write is confined to ``scope``. With
     ``embedder=None`` recall uses full text and the graph only, and is still complete. Each recall first
     embeds at most ``embed_per_recall`` pending memories.
     """
@@ -150,17 +131,9 @@ class MemoryGraph:
         scan_threshold: float | None = None,
     ) -> None:
         scan("", threshold=scan_threshold)  # a bad threshold is refused before the database is opened
-        vector_dir = None
-        self._path: Path | None = None
-        if isinstance(database, sqlite3.Connection):
-            self._conn = database
-            self._owns_connection = False
-        else:
-            self._conn = connect_owned(database)
-            self._owns_connection = True
-            # Only beside a database this graph opened itself: never next to one it merely borrows.
-            vector_dir = directory_for(database)
-            self._path = None if vector_dir is None else Path(database)
+        self._engine = open_engine(database)
+        self._conn = self._engine.conn
+        self._owns_connection = True
         self.scope = scope if scope is not None else Scope()
         self.embedder = embedder
         self.max_content_chars = max_content_chars
@@ -168,12 +141,11 @@ class MemoryGraph:
         self.embed_per_recall = embed_per_recall
         self._clock = clock
         self._lock = threading.RLock()
-        self._vectors = VectorCache(vector_dir)
+        self._vectors = self._engine.vectors
         self._query_vectors = QueryVectors()
         self._embedded_upto: dict[tuple[Scope, str, int], int] = {}
         self._backlog: dict[tuple[Scope, str, int], tuple[int, Future[int]]] = {}  # by the process that asked
         self._closed = False
-        ensure_schema(self._conn)
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -184,7 +156,7 @@ class MemoryGraph:
                 return
             self._closed = True
             if self._owns_connection:
-                self._conn.close()
+                self._engine.close()
 
     def __enter__(self) -> MemoryGraph:
         return self
@@ -193,8 +165,9 @@ class MemoryGraph:
         self.close()
 
     @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        with self._lock, _db.write_transaction(self._conn) as conn:
+    def _write(self, scopes: Iterable[Scope] = ()) -> Iterator[Any]:
+        """A write transaction of this scope's (and ``scopes``') work, under this graph's lock."""
+        with self._lock, self._engine.write([self.scope, *scopes]) as conn:
             yield conn
 
     def with_scope(self, scope: Scope) -> MemoryGraph:
@@ -354,7 +327,7 @@ class MemoryGraph:
         params = scope_params(self.scope)
         with self._lock:
             rows = self._conn.execute(
-                "SELECT m.type, CASE WHEN m.forgotten THEN 'forgotten' WHEN EXISTS (SELECT 1 FROM graph_associations a"
+                "SELECT m.type, CASE WHEN m.forgotten = 1 THEN 'forgotten' WHEN EXISTS (SELECT 1 FROM graph_associations a"
                 " WHERE a.target_id = m.id AND a.relation = 'updates') THEN 'superseded' ELSE 'active' END,"
                 f" COUNT(*) FROM graph_memories m WHERE {SCOPE_CLAUSE} GROUP BY 1, 2 ORDER BY 1",
                 params,
@@ -401,7 +374,7 @@ class MemoryGraph:
 
     # ----------------------------------------------------------------- writes
 
-    def _require(self, conn: sqlite3.Connection, memory_id: str, field: str) -> Memory:
+    def _require(self, conn: Any, memory_id: str, field: str) -> Memory:
         row = conn.execute(
             f"{SELECT_MEMORY} WHERE m.id = ? AND {SCOPE_CLAUSE}", (memory_id, *scope_params(self.scope))
         ).fetchone()
@@ -411,7 +384,7 @@ class MemoryGraph:
 
     def _insert(
         self,
-        conn: sqlite3.Connection,
+        conn: Any,
         content: str,
         memory_type: MemoryType,
         importance: float,
@@ -425,7 +398,7 @@ class MemoryGraph:
         )
         return memory_id
 
-    def _link(self, conn: sqlite3.Connection, source_id: str, target_id: str, relation: Relation, weight: float) -> None:
+    def _link(self, conn: Any, source_id: str, target_id: str, relation: Relation, weight: float) -> None:
         if relation is Relation.UPDATES and self._reaches_by_updates(conn, target_id, source_id):
             raise InvalidArgument("relation", f"{excerpt(target_id)} already descends from {excerpt(source_id)}; an updates cycle")
         conn.execute(
@@ -437,7 +410,7 @@ class MemoryGraph:
         )
 
     @staticmethod
-    def _reaches_by_updates(conn: sqlite3.Connection, start: str, goal: str) -> bool:
+    def _reaches_by_updates(conn: Any, start: str, goal: str) -> bool:
         frontier, seen = [start], {start}
         while frontier:
             current = frontier.pop()
@@ -520,7 +493,7 @@ class MemoryGraph:
             self.check_subject(subject, f"{prefix}subject"), self._parse_links(relations, prefix),
         )  # fmt: skip
 
-    def _store_items(self, conn: sqlite3.Connection, items: Sequence[_Item], field: str) -> list[Memory]:
+    def _store_items(self, conn: Any, items: Sequence[_Item], field: str) -> list[Memory]:
         """Insert checked items inside the caller's write transaction (their edge targets must exist)
         and return them as stored, without reading them back: new memories are never superseded."""
         for number, item in enumerate(items):
@@ -670,22 +643,16 @@ class MemoryGraph:
         ids = [self._check_id(i, "ids") for i in memory_ids]
         if not ids:
             return 0
-        with self._lock:
-            # Zero freed pages so purged text does not linger in the file.
-            self._conn.execute("PRAGMA secure_delete = ON")
-            try:
-                with _db.write_transaction(self._conn) as conn:
-                    for memory_id in ids:
-                        self._require(conn, memory_id, "ids")
-                    vectors = [
-                        row for memory_id in set(ids)
-                        for row in conn.execute("SELECT seq, model, dim FROM graph_vectors WHERE memory_id = ?", (memory_id,))
-                    ]  # fmt: skip
-                    conn.executemany("DELETE FROM graph_memories WHERE id = ?", [(i,) for i in ids])
-                    # The index keeps deleted tokens in old segments until a merge; force it.
-                    conn.execute("INSERT INTO graph_memories_fts (graph_memories_fts) VALUES ('optimize')")
-            finally:
-                self._conn.execute("PRAGMA secure_delete = OFF")
+        with self._lock, self._engine.purging():
+            with self._write() as conn:
+                for memory_id in ids:
+                    self._require(conn, memory_id, "ids")
+                vectors = [
+                    tuple(row) for memory_id in set(ids)
+                    for row in conn.execute("SELECT seq, model, dim FROM graph_vectors WHERE memory_id = ?", (memory_id,))
+                ]  # fmt: skip
+                conn.executemany("DELETE FROM graph_memories WHERE id = ?", [(i,) for i in ids])
+                self._engine.after_purge(conn)
             self._vectors.forget(self._conn, self.scope, vectors)
         return len(set(ids))
 
@@ -714,7 +681,8 @@ class MemoryGraph:
                 )
         known = {m.id for m in memories}
         added = updated = 0
-        with self._write() as conn:
+        same = self._engine.same
+        with self._write({m.scope for m in memories}) as conn:
             for index, memory in enumerate(memories):
                 row = conn.execute(
                     "SELECT content, user_id, agent_id, channel_id FROM graph_memories WHERE id = ?", (memory.id,)
@@ -742,9 +710,9 @@ class MemoryGraph:
                     "UPDATE graph_memories SET content = ?, type = ?, importance = ?, created_at = ?, updated_at = ?,"
                     " last_accessed_at = ?, access_count = ?, source = ?, subject = ?, user_id = ?, agent_id = ?,"
                     " channel_id = ?, forgotten = ?, pinned = ?, base_importance = ?, decayed_at = ? WHERE id = ?"
-                    " AND NOT (type IS ? AND importance IS ? AND created_at IS ? AND updated_at IS ?"
-                    " AND last_accessed_at IS ? AND access_count IS ? AND source IS ? AND subject IS ?"
-                    " AND forgotten IS ? AND pinned IS ? AND base_importance IS ? AND decayed_at IS ?)",
+                    f" AND NOT (type {same} ? AND importance {same} ? AND created_at {same} ? AND updated_at {same} ?"
+                    f" AND last_accessed_at {same} ? AND access_count {same} ? AND source {same} ? AND subject {same} ?"
+                    f" AND forgotten {same} ? AND pinned {same} ? AND base_importance {same} ? AND decayed_at {same} ?)",
                     (*values, *values[1:9], *values[12:16]),
                 ).rowcount
                 updated += changed
@@ -778,14 +746,14 @@ class MemoryGraph:
         if embedder is None:
             return 0
         key = (self.scope, embedder.name, embedder.dim)
-        if scan is not None and key not in self._embedded_upto and self._path is not None:
+        if scan is not None and key not in self._embedded_upto and self._engine.reads_apart:
             pid, finding = self._backlog.get(key, (None, None))
             if finding is None or pid != os.getpid():  # a forked child never sees its parent's worker finish
-                finding = background().submit(_first_pending, self._path, *key)
+                finding = background().submit(self._engine.first_pending, *key)
                 self._backlog[key] = (os.getpid(), finding)
             if not finding.done() or finding.exception() is not None:
                 with self._lock:
-                    top = self._conn.execute("SELECT COALESCE(MAX(seq), 0) FROM graph_memories").fetchone()[0]
+                    top = self._engine.top(self._conn, self.scope)
                 done = self._embed_range(max(0, top - scan), limit, batch_size, move_cursor=False)
                 if finding.done():  # it failed: walk here, as without a worker
                     del self._backlog[key]
@@ -804,21 +772,19 @@ class MemoryGraph:
         cursor = low
         while limit is None or done < limit:
             want = batch_size if limit is None else min(batch_size, limit - done)
-            with self._lock:
-                # One read snapshot, so "nothing pending up to MAX(seq)" is true of the same state.
-                self._conn.execute("BEGIN")
-                try:
-                    rows = self._conn.execute(
-                        "SELECT m.seq, m.id, m.content FROM graph_memories m"
-                        " LEFT JOIN graph_vectors v ON v.memory_id = m.id"
-                        # Unary + keeps the planner on the seq range instead of the scope index.
-                        " WHERE m.seq > ? AND +m.user_id = ? AND +m.agent_id = ? AND +m.channel_id = ?"
-                        " AND (v.memory_id IS NULL OR v.model != ? OR v.dim != ?) ORDER BY m.seq LIMIT ?",
-                        (cursor, *scope_params(self.scope), embedder.name, embedder.dim, want),
-                    ).fetchall()
-                    top = self._conn.execute("SELECT COALESCE(MAX(seq), 0) FROM graph_memories").fetchone()[0]
-                finally:
-                    self._conn.execute("COMMIT")
+            plain = self._engine.plain
+            # One read snapshot, so "nothing pending up to the top" is true of the same state.
+            with self._lock, self._engine.snapshot() as conn:
+                rows = conn.execute(
+                    "SELECT m.seq, m.id, m.content FROM graph_memories m"
+                    " LEFT JOIN graph_vectors v ON v.memory_id = m.id"
+                    # Keep the planner on the seq range instead of the scope index.
+                    f" WHERE m.seq > ? AND {plain('m.user_id')} = ? AND {plain('m.agent_id')} = ?"
+                    f" AND {plain('m.channel_id')} = ? AND (v.memory_id IS NULL OR v.model != ? OR v.dim != ?)"
+                    " ORDER BY m.seq LIMIT ?",
+                    (cursor, *scope_params(self.scope), embedder.name, embedder.dim, want),
+                ).fetchall()
+                top = self._engine.top(conn, self.scope)
             if rows:
                 vectors = np.asarray(embedder.embed([r[2] for r in rows]), dtype=np.float32)
                 if vectors.shape != (len(rows), embedder.dim):
@@ -827,16 +793,11 @@ class MemoryGraph:
                     )
                 with self._write() as conn:
                     replaced = [
-                        row for r in rows for row in conn.execute(
+                        tuple(row) for r in rows for row in conn.execute(
                             "SELECT seq, model, dim FROM graph_vectors WHERE memory_id = ?", (r[1],)
                         )
                     ]  # fmt: skip
-                    # A memory purged meanwhile must not get an orphan vector.
-                    conn.executemany(
-                        "INSERT OR REPLACE INTO graph_vectors (memory_id, model, dim, vector)"
-                        " SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM graph_memories WHERE id = ?)",
-                        [(r[1], embedder.name, embedder.dim, v.tobytes(), r[1]) for r, v in zip(rows, vectors)],
-                    )
+                    self._engine.store_vectors(conn, self.scope, embedder, [r[1] for r in rows], vectors)
                 if replaced:
                     # Another model's vectors are gone from the database: erase them from its file too.
                     with self._lock:
@@ -892,7 +853,7 @@ class MemoryGraph:
             if probe is not None:
                 self._vectors.prefetch(self._conn, self.scope, embedder, probe, max(limit * 5, PREFETCH_HITS))
             results = _recall.search(
-                self._conn,
+                self._engine,
                 self.scope,
                 query,
                 embedder=embedder,

@@ -1,10 +1,7 @@
 """The session archive's tables in PostgreSQL (component ``archive``, versioned like SQLite's).
 
-Full text is a stored ``tsvector`` column with a GIN index, in mnemo's own text-search configuration: English
-Snowball stemming *without* a stop-word list, like the SQLite index's porter tokenizer, so a query's every
-word counts the same on both engines (PostgreSQL's stock ``english`` drops "what", "did", "they", which
-turns a strict AND of a question into a loose one). The message text weighs above the tool name and the
-tool-call text. ``pg_trgm`` indexes the raw text for what words cannot find: CJK text, which has no spaces to
+Full text is a stored ``tsvector`` column with a GIN index, in mnemo's own text-search configuration (see
+:mod:`mnemo.postgres.text_search`). The message text weighs above the tool name and the tool-call text. ``pg_trgm`` indexes the raw text for what words cannot find: CJK text, which has no spaces to
 split on, and substrings. Vectors live in ``message_vectors`` with pgvector; the HNSW index is made per
 embedding model (see :mod:`mnemo.postgres.vectors`).
 
@@ -14,17 +11,11 @@ Scopes are columns of ``sessions``, as in SQLite, and every query joins through 
 from __future__ import annotations
 
 from .connection import Executor
+from .text_search import CONFIG, ensure_configuration
 
 COMPONENT = "archive"
 
-TEXT_SEARCH_CONFIG = "mnemo.english"
-
-_V1 = f"""
-CREATE TEXT SEARCH DICTIONARY mnemo.english_stem (TEMPLATE = snowball, Language = english);
-CREATE TEXT SEARCH CONFIGURATION {TEXT_SEARCH_CONFIG} (COPY = pg_catalog.english);
-ALTER TEXT SEARCH CONFIGURATION {TEXT_SEARCH_CONFIG}
-    ALTER MAPPING FOR asciiword, asciihword, hword_asciipart, word, hword, hword_part WITH mnemo.english_stem;
-
+_TABLES = f"""
 CREATE TABLE sessions (
     id TEXT PRIMARY KEY,
     seq BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
@@ -58,14 +49,19 @@ CREATE TABLE messages (
     created_at DOUBLE PRECISION NOT NULL,
     has_cjk INTEGER NOT NULL DEFAULT 0,
     search TSVECTOR GENERATED ALWAYS AS (
-        setweight(to_tsvector('{TEXT_SEARCH_CONFIG}', content), 'A')
-        || setweight(to_tsvector('{TEXT_SEARCH_CONFIG}', coalesce(tool_name, '')), 'B')
-        || setweight(to_tsvector('{TEXT_SEARCH_CONFIG}', coalesce(tool_text, '')), 'C')
+        setweight(to_tsvector('{CONFIG}', content), 'A')
+        || setweight(to_tsvector('{CONFIG}', coalesce(tool_name, '')), 'B')
+        || setweight(to_tsvector('{CONFIG}', coalesce(tool_text, '')), 'C')
     ) STORED
 );
 CREATE INDEX messages_session ON messages (session_id, id);
 CREATE INDEX messages_search ON messages USING gin (search);
 """
+
+
+def _v1(executor: Executor) -> None:
+    ensure_configuration(executor)
+    executor.execute(_TABLES)
 
 
 def _extensions(executor: Executor) -> None:
@@ -85,4 +81,4 @@ CREATE TABLE message_vectors (
 );
 """
 
-MIGRATIONS = [_extensions, _V1, _V3]
+MIGRATIONS = [_extensions, _v1, _V3]

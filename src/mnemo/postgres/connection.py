@@ -18,9 +18,10 @@ from __future__ import annotations
 import hashlib
 import logging
 import random
+import re
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -83,11 +84,14 @@ class Executor:
     def __init__(self, conn: Any) -> None:
         self.connection = conn
 
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
-        """Run ``sql`` with ``params``; returns the cursor (``fetchone``, ``fetchall``, ``rowcount``)."""
+    def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> Any:
+        """Run ``sql`` with ``params`` (positional ``?`` or, with a mapping, named ``:name``); returns the
+        cursor (``fetchone``, ``fetchall``, ``rowcount``, iteration)."""
         if not params:
             # Without parameters psycopg sends the text as it is, several statements at once included.
             return self.connection.execute(sql)
+        if isinstance(params, Mapping):
+            return self.connection.execute(_named(sql), params)
         return self.connection.execute(_placeholders(sql), tuple(params))
 
     def stream(self, sql: str, params: Sequence[Any] = ()) -> Iterator[Any]:
@@ -101,6 +105,7 @@ class Executor:
 
 
 _translated: dict[str, str] = {}
+_NAMED = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 
 
 def _placeholders(sql: str) -> str:
@@ -112,6 +117,11 @@ def _placeholders(sql: str) -> str:
         if len(_translated) < 4096:
             _translated[sql] = found
     return found
+
+
+def _named(sql: str) -> str:
+    # SQLite's ``:name`` as psycopg's ``%(name)s``; a ``::type`` cast is left alone.
+    return _NAMED.sub(r"%(\1)s", sql.replace("%", "%%"))
 
 
 class PostgresDatabase:
@@ -232,6 +242,18 @@ class PostgresDatabase:
                 raise DatabaseError(f"no connection to {redact(self.url)}: {_reason(exc)}") from None
         raise AssertionError("unreachable")
 
+    def session(self) -> Session:
+        """A connection of its own, outside the pool, for a store that keeps one for its lifetime."""
+        return Session(self)
+
+    def _connect(self) -> Any:
+        try:
+            conn = self._psycopg.connect(self.url, autocommit=True, row_factory=_row_factory, connect_timeout=15)
+        except self._psycopg.OperationalError as exc:
+            raise DatabaseError(f"cannot connect to {redact(self.url)}: {_reason(exc)}") from None
+        self._configure(conn)
+        return conn
+
     def _pool_errors(self) -> tuple[type[BaseException], ...]:
         from psycopg_pool import PoolTimeout
 
@@ -278,6 +300,95 @@ class PostgresDatabase:
         with self._lock:
             self._migrated.add(component)
         return version
+
+
+class Session(Executor):
+    """One connection held for a store's lifetime, as an SQLite store holds its one connection: statements
+    run in autocommit, and :meth:`transaction` groups writes. A connection the server dropped is replaced
+    at the next statement outside a transaction (a read is simply run again); inside one, the loss
+    propagates and nothing of the transaction was committed. Not thread-safe: its owner serialises use."""
+
+    def __init__(self, database: PostgresDatabase) -> None:
+        self._database = database
+        self._depth = 0
+        super().__init__(database._connect())
+
+    def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> Any:
+        lost = self._database._psycopg.OperationalError
+        try:
+            if self._depth:
+                return super().execute(sql, params)
+            if self.connection.broken or self.connection.closed:
+                self._reconnect()
+            try:
+                return super().execute(sql, params)
+            except lost:
+                if not self.connection.broken:
+                    raise
+                self._reconnect()
+                return super().execute(sql, params)
+        except lost as exc:
+            raise DatabaseError(f"{redact(self._database.url)}: {_reason(exc)}") from None
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        # Not re-run after a lost connection: outside a transaction, some rows may have landed.
+        if not self._depth and (self.connection.broken or self.connection.closed):
+            self._reconnect()
+        try:
+            super().executemany(sql, rows)
+        except self._database._psycopg.OperationalError as exc:
+            raise DatabaseError(f"{redact(self._database.url)}: {_reason(exc)}") from None
+
+    def _reconnect(self) -> None:
+        # As long as the pool waits for a server coming back (a restart), then the outage is reported.
+        log.info("%s: reconnecting", redact(self._database.url))
+        self.connection.close()
+        for attempt in range(_RETRIES):
+            try:
+                self.connection = self._database._connect()
+                return
+            except DatabaseError:
+                if attempt == _RETRIES - 1:
+                    raise
+                time.sleep(random.uniform(0.01, 0.05) * (2**attempt))
+
+    @contextmanager
+    def transaction(self, locks: Sequence[str] = (), *, snapshot: bool = False) -> Iterator[Session]:
+        """One transaction: committed when the block ends, rolled back when it raises. ``locks`` name
+        transaction-scoped advisory locks taken first (in sorted order, so two writers never deadlock);
+        writers naming the same lock run one after another, as SQLite's ``BEGIN IMMEDIATE`` makes them.
+        ``snapshot`` makes every read of the block see one state (``REPEATABLE READ``)."""
+        if self._depth:
+            self._depth += 1  # nested: the outer block commits
+            try:
+                yield self
+            finally:
+                self._depth -= 1
+            return
+        self.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" if snapshot else "BEGIN")
+        self._depth = 1
+        try:
+            for name in sorted(set(locks)):
+                self.execute("SELECT pg_advisory_xact_lock(?)", (_lock_key(name),))
+            yield self
+        except BaseException:
+            self._depth = 0
+            if not self.connection.broken and not self.connection.closed:
+                self.connection.execute("ROLLBACK")
+            raise
+        self._depth = 0
+        try:
+            self.connection.execute("COMMIT")
+        except self._database._psycopg.OperationalError as exc:
+            if self.connection.broken:
+                raise DatabaseError(
+                    f"lost the connection to {redact(self._database.url)} while committing; the write may or may not"
+                    f" have landed: {_reason(exc)}"
+                ) from None
+            raise
+
+    def close(self) -> None:
+        self.connection.close()
 
 
 def _check_owned(executor: Executor, owns: Callable[[str], bool], url: str) -> None:

@@ -1,11 +1,7 @@
 """Archive search on PostgreSQL: the shared query plan and ranking of
 :class:`~mnemo.archive.search.BaseSearcher`, matched and scored with ``tsvector`` / ``tsquery``.
 
-mnemo's parsed queries are FTS5-syntax strings of quoted phrases and ``AND`` / ``OR`` / ``NOT``
-(:func:`mnemo.retrieval.parse_query`); here each phrase becomes ``phraseto_tsquery`` (or ``to_tsquery`` with
-``:*`` for a prefix) in the archive's text-search configuration, combined with FTS5's precedence (``NOT``
-binds tighter than ``AND``, ``AND`` tighter than ``OR``), so the words a user types only ever reach
-PostgreSQL as parameters.
+Queries are compiled to ``tsquery`` by :mod:`mnemo.postgres.text_search`.
 
 PostgreSQL's ``ts_rank`` has no notion of how rare a word is, which is most of what BM25 knows, and the
 shared ranking was tuned on BM25 scores. So a query's phrases are scored with BM25 here too: a phrase's term
@@ -19,8 +15,6 @@ query costs about the same at a million messages as at ten thousand.
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Sequence
 
 from ..archive.search import (
@@ -37,17 +31,10 @@ from ..archive.search import (
     order_clause,
 )
 from ..retrieval import cjk_ngrams, has_cjk
-from .archive_schema import TEXT_SEARCH_CONFIG
 from .connection import Executor
+from .text_search import K1, ONE_OCCURRENCE, B, bm25_idf, compile_tsquery
 
-_TOKEN = re.compile(r'"((?:[^"]|"")*)"(\*?)|\b(AND|OR|NOT)\b')
-_WORD = re.compile(r"[^\W_]+")
 _MATCHES = "FROM messages m JOIN sessions s ON s.id = m.session_id"
-# BM25's constants (FTS5's too) and ts_rank's value for one occurrence of a word in the message text (weight
-# A, no normalisation): the unit a term frequency is counted in.
-_K1 = 1.2
-_B = 0.75
-_ONE_OCCURRENCE = 0.6079271
 # Messages whose lengths give the average a length is compared with.
 _LENGTH_SAMPLE = 1000
 
@@ -63,35 +50,7 @@ class PostgresSearcher(BaseSearcher):
     def _tsquery(self, fts_query: str) -> str:
         """``fts_query`` as ``tsquery`` text; ``""`` when nothing in it is searchable (only stop words)."""
         if fts_query not in self._compiled:
-            alternatives: list[list[tuple[str, bool]]] = [[]]  # OR of ANDs of (phrase expression, negated)
-            params: list[object] = []
-            operator = None
-            for phrase, star, word in _TOKEN.findall(fts_query):
-                if word:
-                    operator = word
-                    continue
-                words = _WORD.findall(phrase.replace('""', '"'))
-                if not words:
-                    continue
-                if star:
-                    expression = "to_tsquery(CAST(? AS regconfig), ?)"
-                    params += [TEXT_SEARCH_CONFIG, " <-> ".join(words) + ":*"]
-                else:
-                    expression = "phraseto_tsquery(CAST(? AS regconfig), ?)"
-                    params += [TEXT_SEARCH_CONFIG, " ".join(words)]
-                if operator == "OR" and alternatives[-1]:
-                    alternatives.append([])
-                alternatives[-1].append((expression, operator == "NOT" and bool(alternatives[-1])))
-                operator = None
-            groups = [
-                "(" + " && ".join(f"!!({e})" if negated else f"({e})" for e, negated in group) + ")"
-                for group in alternatives
-                if group
-            ]
-            compiled = ""
-            if groups:
-                compiled = self._conn.execute(f"SELECT CAST({' || '.join(groups)} AS text)", params).fetchone()[0]
-            self._compiled[fts_query] = compiled or ""
+            self._compiled[fts_query] = compile_tsquery(self._conn, fts_query)
         return self._compiled[fts_query]
 
     def _run_fts(self, fts_query: str, limit: int, filters: Filters, sort: str) -> list[Match]:
@@ -144,9 +103,9 @@ class PostgresSearcher(BaseSearcher):
                 else:
                     window, window_params = " AND m.id >= ?", [start]
             matched = " | ".join(f"({q})" for q in compiled.values())
-        frequencies = ", ".join(f"ts_rank(m.search, CAST(? AS tsquery), 0) / {_ONE_OCCURRENCE} AS f{i}" for i in range(len(compiled)))
-        norm = f"{_K1} * (1 - {_B} + {_B} * length(m.search) / ?)"
-        score = " + ".join(f"? * f{i} * {_K1 + 1} / (f{i} + {norm})" for i in range(len(compiled)))
+        frequencies = ", ".join(f"ts_rank(m.search, CAST(? AS tsquery), 0) / {ONE_OCCURRENCE} AS f{i}" for i in range(len(compiled)))
+        norm = f"{K1} * (1 - {B} + {B} * length(m.search) / ?)"
+        score = " + ".join(f"? * f{i} * {K1 + 1} / (f{i} + {norm})" for i in range(len(compiled)))
         score_params = [value for phrase in compiled for value in (weights[phrase], self._average())]
         where, params = filters.sql()
         rows = self._conn.execute(
@@ -208,4 +167,4 @@ def _idf(rows: list[int], newest: int) -> float:
         frequency = float(len(rows))
     else:  # extrapolated from the density of the recent matches
         frequency = MATCH_BUDGET * newest / max(1, newest - rows[-1] + 1)
-    return max(1e-6, math.log((newest - frequency + 0.5) / (frequency + 0.5)))
+    return bm25_idf(newest, frequency)

@@ -14,10 +14,11 @@ import re
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._time import iso
-from ..database import database_path, refuse_old_config_key
+from ..database import refuse_old_config_key
 from ..embeddings import named_embedder, preload
 from ..errors import ConfigError, MnemoError
 from ..graph.bulletin import session_bulletin, synthesize_with
@@ -96,7 +97,7 @@ class GraphProvider:
         frozen_entries: Callable[[], Iterable[str]] | Iterable[str] | None = None,
         embedder: Embedder | None = None,
     ) -> GraphProvider:
-        """A provider on ``settings.database_path``, in ``settings.scope``, that imports
+        """A provider on ``settings.database_target`` (the ``database_url``, else the home's database), in ``settings.scope``, that imports
         ``settings.memories_dir`` once and spends ``settings.graph_context_chars`` per turn. ``frozen_entries`` may be a callable, read at
         :meth:`initialize` (after the curated snapshot is frozen). Without an ``embedder``, the one named by
         ``settings.graph_embedder`` is used. The per-provider config passed to :meth:`initialize` still
@@ -113,7 +114,7 @@ class GraphProvider:
         if settings.bulletin_llm:
             provider.synthesizer = lambda: bulletin_model(settings)
         provider._defaults = {
-            "database": str(settings.database_path),
+            "database": str(settings.database_target),
             "memories_dir": str(settings.memories_dir),
             "scan_threshold": settings.scan_threshold,
         }
@@ -157,7 +158,7 @@ class GraphProvider:
                 raise ConfigError(f"graph provider: context_chars must be a non-negative integer, got {chars!r}")
             self.context_chars = chars
         if self._graph is None:
-            database = config.get("database") or (database_path(config["home"]) if config.get("home") else None)
+            database = config.get("database") or (_home_database(config["home"]) if config.get("home") else None)
             if database is None:
                 raise ConfigError("graph provider: config needs 'database' or 'home'")
             self._graph = MemoryGraph(
@@ -345,6 +346,13 @@ class GraphProvider:
             graph.close()
         except Exception:  # shutdown must never raise
             log.exception("graph: error while closing")
+
+
+def _home_database(home: str) -> str | Path:
+    """Where a home keeps its graph: its ``database_url`` when set, else its SQLite database."""
+    from ..config import load_settings
+
+    return load_settings(home).database_target
 
 
 def _llm_extractor(settings: Settings) -> tuple[Extractor, Any]:

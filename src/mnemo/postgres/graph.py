@@ -1,0 +1,248 @@
+"""The memory graph on PostgreSQL: :class:`PostgresEngine`, the PostgreSQL side of :mod:`mnemo.graph.engine`.
+
+A graph holds one connection of its own (:class:`~mnemo.postgres.connection.Session`), as it holds one on
+SQLite. A write transaction first takes an advisory lock per scope it writes, so the writers of one scope run
+one at a time, as ``BEGIN IMMEDIATE`` makes SQLite's writers do, while other users' writers go on in
+parallel: the graph's read-then-write steps (a cycle check, "already extracted?", a maintenance lease) stay
+exact without serialisation retries.
+
+Full text is scored with BM25 as FTS5 scores it: a phrase's term frequency is its ``ts_rank`` without
+normalisation in units of one occurrence, saturated by ``k1`` and normalised by the memory's length against
+the average of recent memories; its inverse document frequency counts its matches across the table (up to the
+bound recall counts to), against the number of memories written. Vectors are searched with pgvector: an HNSW
+index (cosine) per embedding model, over the model's rows with the column cast to its dimension.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..database import table_owner
+from ..graph.engine import GraphEngine, Hits
+from ..graph.recall import COMMON_MATCHES
+from ..graph.schema import SCOPE_CLAUSE, scope_params
+from ..scope import Scope
+from . import graph_schema
+from .connection import PostgresDatabase, Session, redact
+from .text_search import K1, ONE_OCCURRENCE, B, bm25_idf, compile_tsquery, phrases
+from .vectors import EF_SEARCH, vector_text
+
+if TYPE_CHECKING:
+    from ..embeddings.protocol import Embedder
+
+# Memories whose lengths give the average a length is compared with.
+_LENGTH_SAMPLE = 1000
+_COMPILED_KEPT = 1024
+
+
+class PostgresEngine(GraphEngine):
+    """The graph's tables in the PostgreSQL database at ``url`` (created or migrated on first use)."""
+
+    same = "IS NOT DISTINCT FROM"
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.location = redact(url)
+        self._database = PostgresDatabase.shared(url)
+        try:
+            self._database.migrate(graph_schema.COMPONENT, graph_schema.MIGRATIONS, lambda t: table_owner(t) is not None)
+            self.conn: Session = self._database.session()
+        except BaseException:
+            self._database.release()
+            raise
+        self.vectors = PostgresGraphVectors()
+        self._compiled: dict[str, str] = {}
+        self._average: float | None = None
+
+    @contextmanager
+    def write(self, scopes: Iterable[Scope]) -> Iterator[Session]:
+        locks = ["mnemo:graph:" + "\x1f".join(scope_params(scope)) for scope in scopes]
+        with self.conn.transaction(locks) as conn:
+            yield conn
+
+    @contextmanager
+    def snapshot(self) -> Iterator[Session]:
+        with self.conn.transaction(snapshot=True) as conn:
+            yield conn
+
+    def close(self) -> None:
+        try:
+            self.conn.close()
+        finally:
+            self._database.release()
+
+    def has_table(self, name: str) -> bool:
+        return self.conn.execute(
+            "SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = ?", (name,)
+        ).fetchone() is not None
+
+    def greatest(self, *values: str) -> str:
+        return f"GREATEST({', '.join(values)})"
+
+    def power(self, base: str, exponent: str) -> str:
+        return f"power({base}, {exponent})"
+
+    def vector_values(self, column: str) -> str:
+        return f"CAST({column} AS real[])"
+
+    def matrix(self, values: Sequence[Sequence[float]], dim: int) -> np.ndarray:
+        return np.asarray(values, dtype=np.float32).reshape(len(values), dim)
+
+    def top(self, conn: Session, scope: Scope) -> int:
+        # This scope's largest: another scope's writer may still commit a smaller seq, but never this one's.
+        return conn.execute(
+            f"SELECT COALESCE(max(seq), 0) FROM graph_memories m WHERE {SCOPE_CLAUSE}", scope_params(scope)
+        ).fetchone()[0]
+
+    def first_pending(self, scope: Scope, model: str, dim: int) -> int | None:
+        with self._database.read() as executor:
+            executor.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            try:
+                row = executor.execute(
+                    f"SELECT m.seq FROM graph_memories m WHERE {SCOPE_CLAUSE} AND NOT EXISTS (SELECT 1 FROM"
+                    " graph_vectors v WHERE v.memory_id = m.id AND v.model = ? AND v.dim = ?) ORDER BY m.seq LIMIT 1",
+                    (*scope_params(scope), model, dim),
+                ).fetchone()
+                top = self.top(executor, scope)  # type: ignore[arg-type]
+            finally:
+                executor.execute("COMMIT")
+        return top if row is None else row[0] - 1
+
+    # -- full text ---------------------------------------------------------------------------------
+
+    def _tsquery(self, conn: Session, expression: str) -> str:
+        found = self._compiled.get(expression)
+        if found is None:
+            found = compile_tsquery(conn, expression)
+            if len(self._compiled) >= _COMPILED_KEPT:
+                self._compiled.clear()
+            self._compiled[expression] = found
+        return found
+
+    def count_matches(self, conn: Session, expression: str, limit: int) -> int:
+        tsquery = self._tsquery(conn, expression)
+        if not tsquery:
+            return 0
+        return conn.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM graph_memories WHERE search @@ CAST(? AS tsquery) LIMIT ?) AS hits",
+            (tsquery, limit),
+        ).fetchone()[0]
+
+    def text_candidates(self, conn: Session, scope: Scope, expression: str, alive: str, count: int) -> dict[str, float]:
+        matched = self._tsquery(conn, expression)
+        scored = {q: p for p in dict.fromkeys(phrases(expression)) if (q := self._tsquery(conn, p))}
+        if not matched or not scored:
+            return {}
+        documents = conn.execute("SELECT COALESCE(max(seq), 0) FROM graph_memories").fetchone()[0]
+        weights = [bm25_idf(documents, self.count_matches(conn, p, COMMON_MATCHES)) for p in scored.values()]
+        frequencies = ", ".join(
+            f"ts_rank(m.search, CAST(? AS tsquery), 0) / {ONE_OCCURRENCE} AS f{i}" for i in range(len(scored))
+        )
+        norm = f"{K1} * (1 - {B} + {B} * length(m.search) / ?)"
+        score = " + ".join(f"? * f{i} * {K1 + 1} / (f{i} + {norm})" for i in range(len(scored)))
+        average = self._average_length(conn)
+        rows = conn.execute(
+            f"SELECT m.id, {score} AS score FROM graph_memories m CROSS JOIN LATERAL (SELECT {frequencies}) AS tf"
+            f" WHERE m.search @@ CAST(? AS tsquery) AND {SCOPE_CLAUSE}{alive} ORDER BY score DESC, m.seq DESC LIMIT ?",
+            (*[v for w in weights for v in (w, average)], *scored, matched, *scope_params(scope), count),
+        ).fetchall()
+        return {row[0]: float(row[1]) for row in rows}
+
+    def _average_length(self, conn: Session) -> float:
+        if self._average is None:
+            row = conn.execute(
+                "SELECT avg(length(search)) FROM (SELECT search FROM graph_memories ORDER BY seq DESC LIMIT ?) AS recent",
+                (_LENGTH_SAMPLE,),
+            ).fetchone()
+            self._average = max(1.0, float(row[0] or 1.0))
+        return self._average
+
+    def source_matches(self, conn: Session, scope: Scope, phrase: str, alive: str) -> list[tuple[str, int]]:
+        tsquery = self._tsquery(conn, phrase)
+        if not tsquery:
+            return []
+        return [tuple(row) for row in conn.execute(
+            f"SELECT m.source, count(*) FROM graph_memories m WHERE m.search @@ CAST(? AS tsquery) AND {SCOPE_CLAUSE}"
+            f" AND m.source <> ''{alive} GROUP BY m.source",
+            (tsquery, *scope_params(scope)),
+        ).fetchall()]  # fmt: skip
+
+    # -- vectors -----------------------------------------------------------------------------------
+
+    def store_vectors(
+        self, conn: Session, scope: Scope, embedder: Embedder, ids: Sequence[str], vectors: np.ndarray
+    ) -> None:
+        self.vectors.ensure_index(conn, embedder)
+        conn.executemany(
+            "INSERT INTO graph_vectors (memory_id, model, dim, vector, user_id, agent_id, channel_id)"
+            " SELECT ?, ?, ?, CAST(? AS vector), ?, ?, ? WHERE EXISTS (SELECT 1 FROM graph_memories WHERE id = ?)"
+            " ON CONFLICT (memory_id) DO UPDATE SET model = excluded.model, dim = excluded.dim, vector = excluded.vector",
+            [
+                (memory_id, embedder.name, embedder.dim, vector_text(vector), *scope_params(scope), memory_id)
+                for memory_id, vector in zip(ids, vectors, strict=True)
+            ],
+        )
+
+
+class PostgresGraphVectors:
+    """The graph's vector search on pgvector (a :class:`~mnemo.graph.engine.VectorIndex`). The database is
+    the only copy, so there is nothing to catch up, prefetch or erase here."""
+
+    def __init__(self) -> None:
+        self._indexed: set[tuple[str, int]] = set()
+
+    @staticmethod
+    def _model(embedder: Embedder) -> tuple[str, str, str]:
+        """The index name, the column cast to the model's dimension, and the condition selecting its rows (the
+        model's name written into the SQL: a partial index serves only conditions the planner can match)."""
+        digest = hashlib.blake2b(f"{embedder.name}\x1f{embedder.dim}".encode(), digest_size=6).hexdigest()
+        name = embedder.name.replace("'", "''")
+        return (
+            f"graph_vectors_hnsw_{digest}",
+            f"CAST(vector AS vector({int(embedder.dim)}))",
+            f"model = '{name}' AND dim = {int(embedder.dim)}",
+        )
+
+    def ensure_index(self, conn: Session, embedder: Embedder) -> None:
+        """Create the model's HNSW index unless it exists, inside the caller's transaction."""
+        key = (embedder.name, embedder.dim)
+        if key in self._indexed:
+            return
+        index, cast, rows = self._model(embedder)
+        # Two processes creating the same index at once would collide: one at a time.
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext(?))", (index,))
+        conn.execute(f"CREATE INDEX IF NOT EXISTS {index} ON graph_vectors USING hnsw ({cast} vector_cosine_ops) WHERE {rows}")
+        self._indexed.add(key)
+
+    def search(self, conn: Session, scope: Scope, embedder: Embedder, probe: np.ndarray, k: int) -> Hits:
+        if k <= 0:
+            return []
+        _, cast, rows = self._model(embedder)
+        # The walk keeps enough candidates for a pool of 100, and goes on past other scopes' vectors. Set on
+        # every search: a setting made inside a transaction that rolls back does not last.
+        conn.execute(f"SET hnsw.ef_search = {EF_SEARCH}; SET hnsw.iterative_scan = relaxed_order")
+        text = vector_text(np.asarray(probe, dtype=np.float32).reshape(-1))
+        found = conn.execute(
+            f"SELECT memory_id, 1 - ({cast} <=> CAST(? AS vector)) AS cosine FROM graph_vectors"
+            f" WHERE {rows} AND {SCOPE_CLAUSE.replace('m.', '')} ORDER BY {cast} <=> CAST(? AS vector) LIMIT ?",
+            (text, *scope_params(scope), text, k),
+        ).fetchall()
+        # relaxed_order may return near-ties out of order.
+        return sorted(((row[0], float(row[1])) for row in found), key=lambda hit: -hit[1])
+
+    def search_many(
+        self, conn: Session, scope: Scope, embedder: Embedder, probes: np.ndarray, k: int, min_score: float
+    ) -> list[Hits]:
+        return [[hit for hit in self.search(conn, scope, embedder, probe, k) if hit[1] >= min_score] for probe in probes]
+
+    def prefetch(self, conn: Any, scope: Scope, embedder: Embedder, probe: Future[np.ndarray], k: int) -> None:
+        """Nothing to prepare: the search is one query, run when the probe is ready."""
+
+    def forget(self, conn: Any, scope: Scope, vectors: Iterable[tuple[int, str, int]]) -> None:
+        """Nothing to erase: purged vectors left the database with their memories."""
