@@ -487,6 +487,7 @@ class AgentMemory(TypedMemoryAPI):
             if open_session:
                 self.registry.on_session_end(())
         self.registry.shutdown_all()
+        self.store.close()
 
     aswitch_session = async_twin(switch_session)
     aend_session = async_twin(end_session)

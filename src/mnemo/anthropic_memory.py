@@ -38,7 +38,8 @@ from .curated.entries import ENTRY_DELIMITER, joined_length, parse_entries
 from .curated.errors import MemoryOpError
 from .curated.files import atomic_write, fsync_directory
 from .curated.ops import Add, MemoryOp, Remove, Replace, usage_text
-from .curated.store import FILENAMES, MemoryStore
+from .curated.storage import FILENAMES
+from .curated.store import MemoryStore
 from .errors import InvalidArgument, MnemoError
 from .safety import scan
 from .safety.scan import SCAN_CHAR_LIMIT

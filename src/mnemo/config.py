@@ -83,7 +83,9 @@ class Settings(BaseModel):
     # pair per user under HOME/users/<escaped user id>/memories/
     curated_per_user: bool = False
 
-    # curated memory
+    # curated memory: as files in the home (default), or as rows of the database_url's PostgreSQL database,
+    # so hosts sharing one memory share one curated pair too (see mnemo.postgres.curated)
+    curated_backend: Literal["files", "postgres"] = "files"
     memory_char_limit: int = Field(2200, gt=0)
     user_char_limit: int = Field(1375, gt=0)
 
@@ -149,7 +151,15 @@ class Settings(BaseModel):
                 path_segment(self.user_id)
             except InvalidArgument as exc:
                 raise ValueError(f"user_id {exc.problem}") from None
+        if self.curated_backend == "postgres" and not self.database_url:
+            raise ValueError("curated_backend = 'postgres' needs database_url (the postgresql:// database to keep it in)")
         return self
+
+    @property
+    def curated_scope(self) -> Scope:
+        """Whose curated pair this is: the user's with ``curated_per_user``, else the home's one pair
+        (as :attr:`memories_dir` lays out the files)."""
+        return Scope(self.user_id if self.curated_per_user else "")
 
     @property
     def scope(self) -> Scope:

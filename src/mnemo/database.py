@@ -40,6 +40,7 @@ LEGACY_DATABASE_FILENAME = "state.db"
 _ARCHIVE_TABLES = ("sessions", "messages")
 _ARCHIVE_PREFIX = "message"  # messages_fts and its shadow tables, messages_cjk*, message_vectors
 _GRAPH_PREFIX = "graph_"
+_CURATED_PREFIX = "curated_"  # PostgreSQL only: SQLite keeps curated memory in files
 
 
 class ForeignDatabase(_db.DatabaseError):
@@ -75,6 +76,8 @@ def table_owner(table: str) -> str | None:
         return "archive"
     if table.startswith(_GRAPH_PREFIX):
         return "graph"
+    if table.startswith(_CURATED_PREFIX):
+        return "curated"
     return None
 
 

@@ -266,13 +266,15 @@ def _disk_space(checkup: Checkup) -> Iterator[Finding]:
 
 @check("curated.files")
 def _curated(checkup: Checkup) -> Iterator[Finding]:
+    if checkup.settings.curated_backend != "files":
+        return  # kept in the database, which the database.server check reads
     directory = checkup.settings.memories_dir
     if directory.exists() and not directory.is_dir():
         yield checkup.error("the memories path is not a directory", "move the file away so mnemo can create it", directory)
         return
     store = MemoryStore.from_settings(checkup.settings)
     for target in TARGETS:
-        path = store.path(target)
+        path = Path(store.path(target))
         if not path.exists():
             continue
         if not path.is_file():

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from mnemo import ENTRY_DELIMITER, MemoryStore
+from mnemo.scope import Scope
 
 
 @pytest.fixture
@@ -17,12 +19,25 @@ def memories(tmp_path: Path) -> Path:
     return directory
 
 
-@pytest.fixture
-def store(memories: Path) -> MemoryStore:
-    """A loaded store with the default limits on ``memories``."""
-    store = MemoryStore(memories)
+@pytest.fixture(params=("files", "postgres"))
+def store(request: pytest.FixtureRequest, memories: Path) -> Iterator[MemoryStore]:
+    """A loaded store with the default limits, once per backend: files in ``memories``, or rows of a fresh
+    PostgreSQL database."""
+    storage = None
+    if request.param == "postgres":
+        from mnemo.postgres.curated import postgres_storage
+
+        storage = postgres_storage(request.getfixturevalue("postgres_url"), Scope())
+    store = MemoryStore(memories, storage=storage)
     store.load()
-    return store
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def file_store(memories: Path) -> MemoryStore:
+    """A loaded store on files in ``memories``, for what only files have (modes, lock files, names)."""
+    return loaded(memories)
 
 
 def seed(directory: Path, target: str, *entries: str) -> Path:

@@ -30,8 +30,8 @@ for i in range(count):
 """
 
 
-def test_lock_file_is_separate_and_private(store: MemoryStore, memories: Path) -> None:
-    store.apply("memory", Add("x"))
+def test_lock_file_is_separate_and_private(file_store: MemoryStore, memories: Path) -> None:
+    file_store.apply("memory", Add("x"))
     lock = memories / "MEMORY.md.lock"
     assert stat.S_IMODE(lock.stat().st_mode) == 0o600
 

@@ -72,8 +72,8 @@ def test_existing_file_permissions_are_kept(memories: Path) -> None:
     assert stat.S_IMODE(path.stat().st_mode) == 0o640
 
 
-def test_new_files_are_private(store: MemoryStore, memories: Path) -> None:
-    store.apply("user", Add("name is Ada"))
+def test_new_files_are_private(file_store: MemoryStore, memories: Path) -> None:
+    file_store.apply("user", Add("name is Ada"))
     assert stat.S_IMODE((memories / "USER.md").stat().st_mode) == 0o600
 
 

@@ -143,12 +143,12 @@ def test_restore_of_an_unknown_record_is_refused(store: MemoryStore) -> None:
         store.restore("h00000000")
 
 
-def test_entries_are_edited_by_their_content_derived_id(store: MemoryStore) -> None:
-    store.apply_batch("memory", [Add("editor: vim"), Add("editor config lives in dotfiles")])
-    store.apply("memory", Replace("", "editor: helix", entry_id=entry_id("editor: vim")))
-    store.apply("memory", Remove("", entry_id=entry_id("editor config lives in dotfiles")))
-    assert store.entries("memory") == ("editor: helix",)
-    assert (store.path("memory")).read_text() == "editor: helix"  # no ids in the file
+def test_entries_are_edited_by_their_content_derived_id(file_store: MemoryStore) -> None:
+    file_store.apply_batch("memory", [Add("editor: vim"), Add("editor config lives in dotfiles")])
+    file_store.apply("memory", Replace("", "editor: helix", entry_id=entry_id("editor: vim")))
+    file_store.apply("memory", Remove("", entry_id=entry_id("editor config lives in dotfiles")))
+    assert file_store.entries("memory") == ("editor: helix",)
+    assert (file_store.path("memory")).read_text() == "editor: helix"  # no ids in the file
 
 
 def test_an_id_goes_before_old_text(store: MemoryStore) -> None:
@@ -176,9 +176,9 @@ def test_an_id_shared_by_two_entries_is_ambiguous(store: MemoryStore, monkeypatc
     assert store.entries("memory") == ("one", "two")
 
 
-def test_the_history_file_is_private_and_not_in_the_hermes_files(store: MemoryStore, memories: Path) -> None:
-    store.apply("memory", Add("x1"))
-    assert oct(os.stat(store.history.path).st_mode & 0o777) == "0o600"
+def test_the_history_file_is_private_and_not_in_the_hermes_files(file_store: MemoryStore, memories: Path) -> None:
+    file_store.apply("memory", Add("x1"))
+    assert oct(os.stat(file_store.history.path).st_mode & 0o777) == "0o600"
     assert sorted(p.name for p in memories.iterdir() if not p.name.endswith(".lock")) == [
         ".mnemo-history.jsonl", "MEMORY.md",
     ]  # fmt: skip

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._db import DatabaseError
 from ..errors import InvalidArgument, check_text, excerpt
 from ..safety.scan import scan
 from .entries import (
@@ -39,10 +40,11 @@ from .errors import (
     StaleEntryId,
     UnknownHistoryRecord,
 )
-from .files import MemoryFile, UnreadableFile, decode
-from .history import CuratedHistory, HistoryRecord
+from .files import UnreadableFile, decode
+from .history import HistoryRecord
 from .ops import Add, MemoryOp, MemoryOpOutcome, Remove, Replace
 from .render import blocked_placeholder, render_block
+from .storage import CuratedStorage, file_storage
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -51,7 +53,6 @@ DEFAULT_MEMORY_CHAR_LIMIT = 2200
 DEFAULT_USER_CHAR_LIMIT = 1375
 
 TARGETS = ("memory", "user")
-FILENAMES = {"memory": "MEMORY.md", "user": "USER.md"}
 
 _log = logging.getLogger(__name__)
 
@@ -64,9 +65,10 @@ def check_target(target: object) -> str:
 
 
 class MemoryStore:
-    """The curated memory in ``directory`` (``MEMORY.md`` and ``USER.md``).
+    """The curated memory in ``directory`` (``MEMORY.md`` and ``USER.md``), or in ``storage`` when given
+    (see :mod:`mnemo.curated.storage`; :meth:`from_settings` picks it from ``curated_backend``).
 
-    Safe to share between threads; several processes may use the same directory at once.
+    Safe to share between threads; several processes (and, on PostgreSQL, hosts) may use it at once.
     """
 
     def __init__(
@@ -76,13 +78,15 @@ class MemoryStore:
         user_char_limit: int = DEFAULT_USER_CHAR_LIMIT,
         *,
         scan_threshold: float | None = None,
+        storage: CuratedStorage | None = None,
     ) -> None:
         for name, limit in (("memory_char_limit", memory_char_limit), ("user_char_limit", user_char_limit)):
             if not isinstance(limit, int) or isinstance(limit, bool) or limit <= 0:
                 raise InvalidArgument(name, f"must be a positive integer, got {limit!r}")
         self.directory = Path(directory)
-        self._files = {t: MemoryFile(self.directory / FILENAMES[t]) for t in TARGETS}
-        self.history = CuratedHistory(self.directory)
+        self._storage = storage if storage is not None else file_storage(self.directory)
+        self._files = self._storage.documents
+        self.history = self._storage.history
         self._limits = {"memory": memory_char_limit, "user": user_char_limit}
         self._entries: dict[str, tuple[str, ...]] = {t: () for t in TARGETS}
         self._snapshots: dict[str, str | None] = {t: None for t in TARGETS}
@@ -96,13 +100,24 @@ class MemoryStore:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> MemoryStore:
-        """A store on ``settings.memories_dir`` with the configured limits and scan threshold."""
+        """A store on ``settings.memories_dir`` (or, with ``curated_backend = "postgres"``, in the
+        ``database_url``'s database) with the configured limits and scan threshold."""
+        storage = None
+        if settings.curated_backend == "postgres":
+            from ..postgres.curated import postgres_storage
+
+            storage = postgres_storage(str(settings.database_url), settings.curated_scope)
         return cls(
             settings.memories_dir,
             settings.memory_char_limit,
             settings.user_char_limit,
             scan_threshold=settings.scan_threshold,
+            storage=storage,
         )
+
+    def close(self) -> None:
+        """Release what the storage holds open (a database connection); the files need nothing."""
+        self._storage.close()
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -143,8 +158,8 @@ class MemoryStore:
         """The target's character limit."""
         return self._limits[check_target(target)]
 
-    def path(self, target: str) -> Path:
-        """The target's file."""
+    def path(self, target: str) -> Path | str:
+        """The target's file (on PostgreSQL: the database and row, as a path-like name for messages)."""
         return self._files[check_target(target)].path
 
     def read_failure(self, target: str) -> MemoryReadFailed | None:
@@ -256,10 +271,11 @@ class MemoryStore:
         limit = self._limits[target]
         try:
             return self._edit_locked(target, ops, batch=batch, origin=origin, label=label)
-        except OSError as exc:
-            # Locking, backing up or writing failed: the old file is untouched, and the caller must know.
+        except (OSError, DatabaseError) as exc:
+            # Locking, backing up or writing failed: the old text is untouched, and the caller must know.
+            reason = (exc.strerror if isinstance(exc, OSError) else None) or str(exc)
             raise MemoryWriteFailed(
-                file.path, exc.strerror or str(exc), target=target, current_entries=self._entries[target], char_limit=limit
+                file.path, reason, target=target, current_entries=self._entries[target], char_limit=limit
             ) from exc
 
     def _edit_locked(

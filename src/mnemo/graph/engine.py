@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import sqlite3
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -132,9 +132,12 @@ class GraphEngine(ABC):
         """How many memories (all scopes) match the FTS5-syntax ``expression``, counted up to ``limit``."""
 
     @abstractmethod
-    def text_candidates(self, conn: Any, scope: Scope, expression: str, alive: str, count: int) -> dict[str, float]:
+    def text_candidates(
+        self, conn: Any, scope: Scope, expression: str, alive: str, count: int, matches: Mapping[str, int]
+    ) -> dict[str, float]:
         """The ``count`` best full-text matches of ``expression`` in ``scope`` with their BM25 (larger is
-        better); ``alive`` is an extra condition on ``m``."""
+        better); ``alive`` is an extra condition on ``m``; ``matches`` holds :meth:`count_matches` of the
+        phrases already counted."""
 
     @abstractmethod
     def source_matches(self, conn: Any, scope: Scope, phrase: str, alive: str) -> list[tuple[str, int]]:
@@ -248,7 +251,7 @@ class SqliteEngine(GraphEngine):
         ).fetchone()[0]
 
     def text_candidates(
-        self, conn: sqlite3.Connection, scope: Scope, expression: str, alive: str, count: int
+        self, conn: sqlite3.Connection, scope: Scope, expression: str, alive: str, count: int, matches: Mapping[str, int]
     ) -> dict[str, float]:
         rows = conn.execute(
             "SELECT m.id, bm25(graph_memories_fts) AS rank FROM graph_memories_fts"

@@ -105,6 +105,8 @@ class _TextQuery:
 
     expression: str
     source_terms: tuple[str, ...] = ()
+    # How many memories hold each term (as its FTS5 phrase), where counted: up to COMMON_MATCHES.
+    matches: Mapping[str, int] = field(default_factory=dict)
 
 
 def _text_query(query: str, engine: GraphEngine | None = None) -> _TextQuery:
@@ -123,7 +125,7 @@ def _text_query(query: str, engine: GraphEngine | None = None) -> _TextQuery:
             break
         counted.append(term)
         budget -= counts[term]
-    return _TextQuery(or_query(rare or terms), tuple(term_phrases(counted)))
+    return _TextQuery(or_query(rare or terms), tuple(term_phrases(counted)), {or_query([t]): n for t, n in counts.items()})
 
 
 def match_expression(query: str, engine: GraphEngine | None = None) -> str:
@@ -276,7 +278,7 @@ def search(
     # Filters apply to results, not seeds: an old version or an off-type memory can still lead to a match.
     pool = max(limit * 5, 100)
     text = _text_query(query, engine)
-    found = engine.text_candidates(conn, scope, text.expression, alive, pool) if text.expression else {}
+    found = engine.text_candidates(conn, scope, text.expression, alive, pool, text.matches) if text.expression else {}
     raw: dict[str, dict[str, float]] = {FTS: found}
     if embedder is not None:
         raw[VECTOR] = _vector_candidates(conn, scope, query, embedder, vectors, include_forgotten, pool)

@@ -16,7 +16,7 @@ index (cosine) per embedding model, over the model's rows with the column cast t
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -134,13 +134,18 @@ class PostgresEngine(GraphEngine):
             (tsquery, limit),
         ).fetchone()[0]
 
-    def text_candidates(self, conn: Session, scope: Scope, expression: str, alive: str, count: int) -> dict[str, float]:
+    def text_candidates(
+        self, conn: Session, scope: Scope, expression: str, alive: str, count: int, matches: Mapping[str, int]
+    ) -> dict[str, float]:
         matched = self._tsquery(conn, expression)
         scored = {q: p for p in dict.fromkeys(phrases(expression)) if (q := self._tsquery(conn, p))}
         if not matched or not scored:
             return {}
         documents = conn.execute("SELECT COALESCE(max(seq), 0) FROM graph_memories").fetchone()[0]
-        weights = [bm25_idf(documents, self.count_matches(conn, p, COMMON_MATCHES)) for p in scored.values()]
+        weights = [
+            bm25_idf(documents, matches[p] if p in matches else self.count_matches(conn, p, COMMON_MATCHES))
+            for p in scored.values()
+        ]
         frequencies = ", ".join(
             f"ts_rank(m.search, CAST(? AS tsquery), 0) / {ONE_OCCURRENCE} AS f{i}" for i in range(len(scored))
         )

@@ -36,6 +36,7 @@ import numpy as np
 
 from .. import _db
 from ..database import table_owner
+from ..scope import Scope
 from . import archive_schema, graph_schema
 from .connection import Executor, PostgresDatabase, redact
 from .vectors import vector_text
@@ -141,6 +142,25 @@ class GraphMigrationReport:
 def count_memories(source: Path) -> int:
     """How many memories the SQLite graph at ``source`` holds (for a progress bar)."""
     return _count(source, "graph_memories")
+
+
+def migrate_curated(directory: Path, url: str, scope: Scope) -> int:
+    """Copy the curated pair in ``directory`` (``MEMORY.md``, ``USER.md``, their history) into ``scope`` of the
+    database at ``url`` (read as the store reads them, the files left as they are); a scope that already
+    holds a pair there is left alone. Returns how many documents were written."""
+    from ..curated.history import CuratedHistory
+    from ..curated.storage import file_storage
+    from .curated import COMPONENT, MIGRATIONS, copy_curated
+
+    files = file_storage(directory)
+    texts = {target: document.read_text() for target, document in files.documents.items() if document.read_bytes() is not None}
+    records = CuratedHistory(directory).records()
+    database = PostgresDatabase.shared(url)
+    try:
+        database.migrate(COMPONENT, MIGRATIONS, lambda t: table_owner(t) is not None)
+        return database.write(lambda ex: copy_curated(ex, scope, texts, records)) if texts else 0
+    finally:
+        database.release()
 
 
 def _in_batches(

@@ -30,7 +30,8 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .. import __version__
 from ..agent import AgentMemory
-from ..curated.store import FILENAMES, TARGETS, MemoryStore
+from ..curated.storage import FILENAMES
+from ..curated.store import TARGETS, MemoryStore
 from ..errors import MnemoError
 from ..loop import DEFAULT_INSTRUCTIONS
 from ..tools._json import failure

@@ -1,0 +1,103 @@
+"""Curated memory in PostgreSQL (``curated_backend = "postgres"``): hosts share one pair per home scope, lose
+no update, keep the frozen snapshot, and ``mnemo migrate --curated`` moves a home's files in."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mnemo import AgentMemory, MemoryStore
+from mnemo.cli import main
+from mnemo.config import load_settings
+from mnemo.curated.ops import Add
+from mnemo.errors import ConfigError
+
+_HOST = """
+import sys, time
+from pathlib import Path
+from mnemo import MemoryStore
+from mnemo.config import load_settings
+from mnemo.errors import ConfigError
+from mnemo.curated.ops import Add
+home, name, go = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+store = MemoryStore.from_settings(load_settings(home))
+store.load()
+while not go.exists():
+    time.sleep(0.005)
+for n in range(5):
+    store.apply("memory", Add(f"{name} learned fact {n}"))
+store.close()
+"""
+
+
+def _home(root: Path, name: str, url: str, **settings: str) -> Path:
+    home = root / name
+    home.mkdir()
+    lines = [f'database_url = "{url}"', 'curated_backend = "postgres"', "memory_char_limit = 5000"]
+    lines += [f'{key} = "{value}"' for key, value in settings.items()]
+    (home / "config.toml").write_text("\n".join(lines) + "\n")
+    return home
+
+
+def test_hosts_adding_at_once_lose_no_entry(postgres_url, tmp_path: Path):
+    homes = [_home(tmp_path, f"host-{n}", postgres_url) for n in range(4)]
+    MemoryStore.from_settings(load_settings(homes[0])).close()  # the tables exist before the race
+    go = tmp_path / "go"
+    hosts = [subprocess.Popen([sys.executable, "-c", _HOST, str(h), h.name, str(go)], env=dict(os.environ)) for h in homes]
+    go.touch()
+    assert [h.wait(timeout=120) for h in hosts] == [0] * len(hosts)
+    store = MemoryStore.from_settings(load_settings(homes[0]))
+    store.load()
+    assert sorted(store.entries("memory")) == sorted(f"host-{h} learned fact {n}" for h in range(4) for n in range(5))
+    assert len(store.history.records("memory")) == 20
+    store.close()
+    assert not any((h / "memories" / "MEMORY.md").exists() for h in homes)
+
+
+def test_an_agent_on_another_host_starts_from_the_shared_snapshot(postgres_url, tmp_path: Path):
+    first, second = _home(tmp_path, "laptop", postgres_url), _home(tmp_path, "server", postgres_url)
+    with AgentMemory.open("s1", first, graph_enabled=False) as memory:
+        saved = json.loads(memory.handle_tool_call("memory", {"action": "add", "target": "user", "content": "Prefers metric units"}))
+        assert saved["success"] is True
+        assert "Prefers metric units" not in memory.system_prompt()  # the snapshot stays frozen
+    with AgentMemory.open("s2", second, graph_enabled=False) as memory:
+        assert "Prefers metric units" in memory.system_prompt()
+
+
+def test_per_user_pairs_never_meet(postgres_url, tmp_path: Path):
+    ana = MemoryStore.from_settings(load_settings(_home(tmp_path, "a", postgres_url, user_id="ana"), curated_per_user=True))
+    ben = MemoryStore.from_settings(load_settings(_home(tmp_path, "b", postgres_url, user_id="ben"), curated_per_user=True))
+    for store in (ana, ben):
+        store.load()
+    ana.apply("user", Add("Ana's allergy: peanuts"))
+    ben.load()
+    assert ben.entries("user") == () and ben.history.records() == []
+    ana.close()
+    ben.close()
+
+
+def test_the_postgres_backend_needs_a_database_url(tmp_path: Path):
+    with pytest.raises(ConfigError, match="curated_backend = 'postgres' needs database_url"):
+        load_settings(tmp_path, curated_backend="postgres")
+
+
+def test_migrate_copies_the_curated_files_and_history_once(postgres_url, tmp_path: Path, capsys):
+    home = tmp_path / "home"
+    with AgentMemory.open("s1", home, graph_enabled=False) as memory:
+        memory.handle_tool_call("memory", {"action": "add", "target": "memory", "content": "Deploys go through ArgoCD"})
+        memory.handle_tool_call("memory", {"action": "add", "target": "user", "content": "Name is Ada"})
+    assert main(["--home", str(home), "migrate", "--to", postgres_url, "--curated", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["curated_documents"] == 2
+    assert main(["--home", str(home), "migrate", "--to", postgres_url, "--curated", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["curated_documents"] == 0  # already there: left as is
+    store = MemoryStore.from_settings(load_settings(home, database_url=postgres_url, curated_backend="postgres"))
+    store.load()
+    assert store.entries("memory") == ("Deploys go through ArgoCD",) and store.entries("user") == ("Name is Ada",)
+    assert [r.added for r in store.history.records()] == [("Deploys go through ArgoCD",), ("Name is Ada",)]
+    store.close()
+    assert (home / "memories" / "MEMORY.md").read_text() == "Deploys go through ArgoCD"
