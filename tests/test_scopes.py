@@ -8,7 +8,7 @@ import json
 import pytest
 
 from mnemo import AgentMemory, InvalidArgument, MemoryNotFound, Scope, StorageUnavailable
-from mnemo.archive import SessionArchive
+from mnemo.archive import open_archive
 from mnemo.config import load_settings
 from mnemo.curated import NoMatchingEntry, Remove, Replace
 from mnemo.errors import ConfigError
@@ -17,14 +17,22 @@ from mnemo.scope import path_segment
 FAST = {"graph_embedder": "none", "archive_embedder": "none"}
 
 
+@pytest.fixture(params=("sqlite", "postgres"))
+def tiers(request: pytest.FixtureRequest) -> dict:
+    """The archive and graph settings, once per engine: the home's SQLite database, or a fresh PostgreSQL one."""
+    if request.param == "postgres":
+        return {**FAST, "database_url": request.getfixturevalue("postgres_url")}
+    return FAST
+
+
 def _call(memory: AgentMemory, tool: str, **arguments) -> dict:
     return json.loads(memory.handle_tool_call(tool, arguments))
 
 
 @pytest.fixture
-def alice_home(tmp_path):
+def alice_home(tmp_path, tiers):
     """A home where alice had a session about the okapi project and remembered a fact about it."""
-    with AgentMemory.open("alice-1", tmp_path, user_id="alice", **FAST) as alice:
+    with AgentMemory.open("alice-1", tmp_path, user_id="alice", **tiers) as alice:
         alice.turn_complete("where is the okapi launch plan?", "The okapi launch plan is in the red binder.")
         saved = _call(alice, "remember", content="The okapi launch is on the ninth of March")
         assert saved["success"]
@@ -32,16 +40,21 @@ def alice_home(tmp_path):
     return tmp_path
 
 
-def _alice_ids(home) -> dict:
+def _archive(home, tiers: dict, scope: Scope):
+    """The archive the home's sessions went to, on the engine ``tiers`` names."""
+    return open_archive(tiers.get("database_url") or load_settings(home).database_path, scope=scope)
+
+
+def _alice_ids(home, tiers: dict) -> dict:
     ids = json.loads((home / "alice-ids.json").read_text())
-    with SessionArchive(load_settings(home).database_path, scope=Scope("alice")) as archive:
+    with _archive(home, tiers, Scope("alice")) as archive:
         ids["message"] = archive.messages("alice-1")[0].id
     return ids
 
 
 @pytest.fixture
-def bob(alice_home):
-    with AgentMemory.open("bob-1", alice_home, user_id="bob", **FAST) as memory:
+def bob(alice_home, tiers):
+    with AgentMemory.open("bob-1", alice_home, user_id="bob", **tiers) as memory:
         yield memory
 
 
@@ -57,8 +70,8 @@ def test_read_of_another_users_session_is_no_such_session(bob):
     assert not result["success"] and "no session" in result["error"]
 
 
-def test_scroll_around_another_users_message_is_no_such_message(alice_home, bob):
-    result = _call(bob, "session_search", action="scroll", message_id=_alice_ids(alice_home)["message"])
+def test_scroll_around_another_users_message_is_no_such_message(alice_home, bob, tiers):
+    result = _call(bob, "session_search", action="scroll", message_id=_alice_ids(alice_home, tiers)["message"])
     assert not result["success"] and "no message" in result["error"]
 
 
@@ -67,21 +80,21 @@ def test_browse_lists_only_the_callers_sessions(bob):
     assert listed["count"] == 0
 
 
-def test_the_owner_still_finds_everything(alice_home):
-    with AgentMemory.open("alice-2", alice_home, user_id="alice", **FAST) as alice:
+def test_the_owner_still_finds_everything(alice_home, tiers):
+    with AgentMemory.open("alice-2", alice_home, user_id="alice", **tiers) as alice:
         assert _call(alice, "session_search", query="okapi launch plan")["count"] == 1
         assert [s["id"] for s in _call(alice, "session_search", action="browse")["sessions"]] == ["alice-1"]
         assert [m.content for m in alice.recall("okapi")] == ["The okapi launch is on the ninth of March"]
 
 
-def test_a_session_id_taken_by_another_user_is_not_continued(alice_home):
+def test_a_session_id_taken_by_another_user_is_not_continued(alice_home, tiers):
     # The archive refuses the id, so the session does not start and nothing is written into alice's.
     with pytest.raises(StorageUnavailable, match="another scope"):
-        AgentMemory.open("alice-1", alice_home, user_id="bob", **FAST)
-    with SessionArchive(load_settings(alice_home).database_path, scope=Scope("alice")) as archive:
+        AgentMemory.open("alice-1", alice_home, user_id="bob", **tiers)
+    with _archive(alice_home, tiers, Scope("alice")) as archive:
         assert archive.get_session("alice-1").message_count == 2
-    with pytest.raises(InvalidArgument, match="another scope"):
-        SessionArchive(load_settings(alice_home).database_path, scope=Scope("bob")).start_session("alice-1", exist_ok=True)
+    with _archive(alice_home, tiers, Scope("bob")) as archive, pytest.raises(InvalidArgument, match="another scope"):
+        archive.start_session("alice-1", exist_ok=True)
 
 
 # -- the graph tools ----------------------------------------------------------------------------------
@@ -97,33 +110,33 @@ def test_per_turn_context_holds_nothing_of_another_user(bob):
     assert "okapi launch is on" not in json.dumps(api)
 
 
-def test_forget_of_another_users_memory_is_unknown(alice_home, bob):
-    memory_id = _alice_ids(alice_home)["memory"]
+def test_forget_of_another_users_memory_is_unknown(alice_home, bob, tiers):
+    memory_id = _alice_ids(alice_home, tiers)["memory"]
     assert not _call(bob, "forget", id=memory_id)["success"]
     with pytest.raises(MemoryNotFound):
         bob.forget(memory_id)
 
 
-def test_relate_to_another_users_memory_is_unknown(alice_home, bob):
-    memory_id = _alice_ids(alice_home)["memory"]
+def test_relate_to_another_users_memory_is_unknown(alice_home, bob, tiers):
+    memory_id = _alice_ids(alice_home, tiers)["memory"]
     own = bob.remember("Bob's launch is in April")
     assert not _call(bob, "relate", source=own.id, target=memory_id, relation="related_to")["success"]
     with pytest.raises(MemoryNotFound):
         bob.relate(own.id, memory_id, "related_to")
 
 
-def test_remember_with_an_edge_to_another_users_memory_is_refused(alice_home, bob):
-    memory_id = _alice_ids(alice_home)["memory"]
+def test_remember_with_an_edge_to_another_users_memory_is_refused(alice_home, bob, tiers):
+    memory_id = _alice_ids(alice_home, tiers)["memory"]
     result = _call(bob, "remember", content="The launch moved", relations=[{"target": memory_id, "relation": "updates"}])
     assert not result["success"]
     assert bob.recall("launch moved") == []  # nothing saved
 
 
-def test_another_users_memory_is_untouched_by_all_of_it(alice_home, bob):
-    memory_id = _alice_ids(alice_home)["memory"]
+def test_another_users_memory_is_untouched_by_all_of_it(alice_home, bob, tiers):
+    memory_id = _alice_ids(alice_home, tiers)["memory"]
     _call(bob, "forget", id=memory_id)
     _call(bob, "remember", content="x", relations=[{"target": memory_id, "relation": "updates"}])
-    with AgentMemory.open("alice-2", alice_home, user_id="alice", **FAST) as alice:
+    with AgentMemory.open("alice-2", alice_home, user_id="alice", **tiers) as alice:
         [found] = alice.recall("okapi launch")
         assert found.id == memory_id and found.superseded_by is None
 
@@ -134,8 +147,8 @@ def test_another_users_memory_is_untouched_by_all_of_it(alice_home, bob):
 @pytest.mark.parametrize(
     "scope", [{"user_id": "alice", "agent_id": "support"}, {"user_id": "alice", "channel_id": "slack"}, {}]
 )
-def test_another_agent_or_channel_of_the_same_user_is_another_scope(alice_home, scope):
-    with AgentMemory.open("other", alice_home, **scope, **FAST) as other:
+def test_another_agent_or_channel_of_the_same_user_is_another_scope(alice_home, scope, tiers):
+    with AgentMemory.open("other", alice_home, **scope, **tiers) as other:
         assert _call(other, "session_search", query="okapi")["count"] == 0
         assert other.recall("okapi") == []
 

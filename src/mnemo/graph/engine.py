@@ -140,8 +140,9 @@ class GraphEngine(ABC):
         phrases already counted."""
 
     @abstractmethod
-    def source_matches(self, conn: Any, scope: Scope, phrase: str, alive: str) -> list[tuple[str, int]]:
-        """``(source, memories matching phrase)`` for each non-empty source of ``scope`` that has any."""
+    def source_matches(self, conn: Any, scope: Scope, phrases: Sequence[str], alive: str) -> list[list[tuple[str, int]]]:
+        """For each of ``phrases``: ``(source, memories matching it)`` for each non-empty source of ``scope``
+        that has any."""
 
     # -- vectors -----------------------------------------------------------------------------------
 
@@ -261,12 +262,17 @@ class SqliteEngine(GraphEngine):
         ).fetchall()
         return {r[0]: -r[1] for r in rows}
 
-    def source_matches(self, conn: sqlite3.Connection, scope: Scope, phrase: str, alive: str) -> list[tuple[str, int]]:
-        return conn.execute(
-            "SELECT m.source, count(*) FROM graph_memories_fts JOIN graph_memories m ON m.seq = graph_memories_fts.rowid"
-            f" WHERE graph_memories_fts MATCH ? AND {SCOPE_CLAUSE} AND m.source != ''{alive} GROUP BY m.source",
-            (phrase, *scope_params(scope)),
-        ).fetchall()
+    def source_matches(
+        self, conn: sqlite3.Connection, scope: Scope, phrases: Sequence[str], alive: str
+    ) -> list[list[tuple[str, int]]]:
+        return [
+            conn.execute(
+                "SELECT m.source, count(*) FROM graph_memories_fts JOIN graph_memories m ON m.seq = graph_memories_fts.rowid"
+                f" WHERE graph_memories_fts MATCH ? AND {SCOPE_CLAUSE} AND m.source != ''{alive} GROUP BY m.source",
+                (phrase, *scope_params(scope)),
+            ).fetchall()
+            for phrase in phrases
+        ]
 
     def store_vectors(
         self, conn: sqlite3.Connection, scope: Scope, embedder: Embedder, ids: Sequence[str], vectors: np.ndarray

@@ -198,7 +198,7 @@ def _source_text(engine: GraphEngine, scope: Scope, phrases: tuple[str, ...], al
     ).fetchone()
     if sources < 2:
         return {}  # one source: nothing to tell apart
-    held = [engine.source_matches(conn, scope, phrase, alive) for phrase in phrases]
+    held = engine.source_matches(conn, scope, phrases, alive)
     matched = list({source for rows in held for source, _ in rows})
     sizes: dict[str, int] = {}
     for start in range(0, len(matched), 500):  # stay under SQLite's bound-parameter limit

@@ -16,6 +16,7 @@ index (cosine) per embedding model, over the model's rows with the column cast t
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
@@ -38,6 +39,8 @@ if TYPE_CHECKING:
 
 # Memories whose lengths give the average a length is compared with.
 _LENGTH_SAMPLE = 1000
+# About how many of a phrase's newest matches it proposes as candidates (see text_candidates).
+PHRASE_WINDOW = 1000
 _COMPILED_KEPT = 1024
 
 
@@ -58,6 +61,8 @@ class PostgresEngine(GraphEngine):
             raise
         self.vectors = PostgresGraphVectors()
         self._compiled: dict[str, str] = {}
+        self._counts: dict[tuple[str, int], tuple[int, int]] = {}
+        self._top_value, self._top_read = 0, -1.0
         self._average: float | None = None
 
     @contextmanager
@@ -125,14 +130,32 @@ class PostgresEngine(GraphEngine):
             self._compiled[expression] = found
         return found
 
+    def _top(self, conn: Session) -> int:
+        """The newest seq of the whole table, re-read at most once a second (it only grows)."""
+        now = time.monotonic()
+        if now - self._top_read >= 1.0:
+            self._top_value = conn.execute("SELECT COALESCE(max(seq), 0) FROM graph_memories").fetchone()[0]
+            self._top_read = now
+        return self._top_value
+
     def count_matches(self, conn: Session, expression: str, limit: int) -> int:
         tsquery = self._tsquery(conn, expression)
         if not tsquery:
             return 0
-        return conn.execute(
+        # Counting walks every match (a few microseconds each), and how common a word is changes slowly: a
+        # count is kept until the table has grown a tenth since it was taken.
+        top = self._top(conn)
+        known = self._counts.get((tsquery, limit))
+        if known is not None and top <= known[1] * 1.1 + 100:
+            return known[0]
+        found = conn.execute(
             "SELECT count(*) FROM (SELECT 1 FROM graph_memories WHERE search @@ CAST(? AS tsquery) LIMIT ?) AS hits",
             (tsquery, limit),
         ).fetchone()[0]
+        if len(self._counts) >= _COMPILED_KEPT:
+            self._counts.clear()
+        self._counts[(tsquery, limit)] = (found, top)
+        return found
 
     def text_candidates(
         self, conn: Session, scope: Scope, expression: str, alive: str, count: int, matches: Mapping[str, int]
@@ -141,21 +164,33 @@ class PostgresEngine(GraphEngine):
         scored = {q: p for p in dict.fromkeys(phrases(expression)) if (q := self._tsquery(conn, p))}
         if not matched or not scored:
             return {}
-        documents = conn.execute("SELECT COALESCE(max(seq), 0) FROM graph_memories").fetchone()[0]
-        weights = [
-            bm25_idf(documents, matches[p] if p in matches else self.count_matches(conn, p, COMMON_MATCHES))
-            for p in scored.values()
-        ]
+        documents = self._top(conn)
+        counts = [matches[p] if p in matches else self.count_matches(conn, p, COMMON_MATCHES) for p in scored.values()]
+        weights = [bm25_idf(documents, found) for found in counts]
         frequencies = ", ".join(
             f"ts_rank(m.search, CAST(? AS tsquery), 0) / {ONE_OCCURRENCE} AS f{i}" for i in range(len(scored))
         )
         norm = f"{K1} * (1 - {B} + {B} * length(m.search) / ?)"
         score = " + ".join(f"? * f{i} * {K1 + 1} / (f{i} + {norm})" for i in range(len(scored)))
+        # A phrase with many matches proposes only its newest ones (about PHRASE_WINDOW, from how densely it
+        # occurs), as FTS5's walk of a long doclist is bounded on SQLite; every candidate is still scored on
+        # every phrase. An explicit query (NOT, AND) keeps its whole match.
+        where, window = "m.search @@ CAST(? AS tsquery)", [matched]
+        if " AND " not in expression and " NOT " not in expression and max(counts) > PHRASE_WINDOW:
+            clauses, window = [], []
+            for tsquery, found in zip(scored, counts, strict=True):
+                if found > PHRASE_WINDOW:
+                    clauses.append("(m.search @@ CAST(? AS tsquery) AND m.seq >= ?)")
+                    window += [tsquery, int(documents - PHRASE_WINDOW * documents / found)]
+                else:
+                    clauses.append("m.search @@ CAST(? AS tsquery)")
+                    window.append(tsquery)
+            where = "(" + " OR ".join(clauses) + ")"
         average = self._average_length(conn)
         rows = conn.execute(
             f"SELECT m.id, {score} AS score FROM graph_memories m CROSS JOIN LATERAL (SELECT {frequencies}) AS tf"
-            f" WHERE m.search @@ CAST(? AS tsquery) AND {SCOPE_CLAUSE}{alive} ORDER BY score DESC, m.seq DESC LIMIT ?",
-            (*[v for w in weights for v in (w, average)], *scored, matched, *scope_params(scope), count),
+            f" WHERE {where} AND {SCOPE_CLAUSE}{alive} ORDER BY score DESC, m.seq DESC LIMIT ?",
+            (*[v for w in weights for v in (w, average)], *scored, *window, *scope_params(scope), count),
         ).fetchall()
         return {row[0]: float(row[1]) for row in rows}
 
@@ -168,15 +203,25 @@ class PostgresEngine(GraphEngine):
             self._average = max(1.0, float(row[0] or 1.0))
         return self._average
 
-    def source_matches(self, conn: Session, scope: Scope, phrase: str, alive: str) -> list[tuple[str, int]]:
-        tsquery = self._tsquery(conn, phrase)
-        if not tsquery:
-            return []
-        return [tuple(row) for row in conn.execute(
-            f"SELECT m.source, count(*) FROM graph_memories m WHERE m.search @@ CAST(? AS tsquery) AND {SCOPE_CLAUSE}"
+    def source_matches(
+        self, conn: Session, scope: Scope, phrases: Sequence[str], alive: str
+    ) -> list[list[tuple[str, int]]]:
+        compiled = [self._tsquery(conn, phrase) for phrase in phrases]
+        wanted = [q for q in compiled if q]
+        if not wanted:
+            return [[] for _ in phrases]
+        # One walk of the matches of them all, counted per phrase.
+        held = ", ".join("count(*) FILTER (WHERE m.search @@ CAST(? AS tsquery))" for _ in wanted)
+        rows = conn.execute(
+            f"SELECT m.source, {held} FROM graph_memories m WHERE m.search @@ CAST(? AS tsquery) AND {SCOPE_CLAUSE}"
             f" AND m.source <> ''{alive} GROUP BY m.source",
-            (tsquery, *scope_params(scope)),
-        ).fetchall()]  # fmt: skip
+            (*wanted, " | ".join(f"({q})" for q in wanted), *scope_params(scope)),
+        ).fetchall()
+        column = {q: i + 1 for i, q in enumerate(wanted)}
+        return [
+            [(row[0], row[column[q]]) for row in rows if row[column[q]]] if q else []
+            for q in compiled
+        ]
 
     # -- vectors -----------------------------------------------------------------------------------
 
