@@ -16,6 +16,7 @@ index (cosine) per embedding model, over the model's rows with the column cast t
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 
 # Memories whose lengths give the average a length is compared with.
 _LENGTH_SAMPLE = 1000
+_LEXEME = re.compile(r"'([^']+)'")
 # About how many of a phrase's newest matches it proposes as candidates (see text_candidates).
 PHRASE_WINDOW = 1000
 _COMPILED_KEPT = 1024
@@ -63,6 +65,8 @@ class PostgresEngine(GraphEngine):
         self._compiled: dict[str, str] = {}
         self._counts: dict[tuple[str, int], tuple[int, int]] = {}
         self._top_value, self._top_read = 0, -1.0
+        self._common: dict[str, float] = {}
+        self._common_read = -60.0
         self._average: float | None = None
 
     @contextmanager
@@ -138,12 +142,33 @@ class PostgresEngine(GraphEngine):
             self._top_read = now
         return self._top_value
 
+    def _common_words(self, conn: Session) -> dict[str, float]:
+        """How many memories hold each of the commonest words, from the statistics ANALYZE keeps on the
+        ``search`` column for the planner (empty until the table has been analysed); re-read every minute."""
+        now = time.monotonic()
+        if now - self._common_read >= 60.0:
+            row = conn.execute(
+                "SELECT CAST(CAST(s.most_common_elems AS text) AS text[]), s.most_common_elem_freqs, c.reltuples"
+                " FROM pg_stats s JOIN pg_class c ON c.relname = s.tablename"
+                " JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = s.schemaname"
+                " WHERE s.schemaname = current_schema() AND s.tablename = 'graph_memories' AND s.attname = 'search'"
+            ).fetchone()
+            words: dict[str, float] = {}
+            if row is not None and row[0] and row[1] and row[2] and row[2] > 0:
+                words = {word: freq * float(row[2]) for word, freq in zip(row[0], row[1], strict=False)}
+            self._common, self._common_read = words, now
+        return self._common
+
     def count_matches(self, conn: Session, expression: str, limit: int) -> int:
         tsquery = self._tsquery(conn, expression)
         if not tsquery:
             return 0
-        # Counting walks every match (a few microseconds each), and how common a word is changes slowly: a
-        # count is kept until the table has grown a tenth since it was taken.
+        # Counting walks every match (a few microseconds each). A word common enough to be in the column's
+        # statistics is counted from them, as the planner estimates it; any other is rare enough to count,
+        # and how common it is changes slowly: a count is kept until the table has grown a tenth.
+        word = _LEXEME.fullmatch(tsquery)
+        if word is not None and (estimate := self._common_words(conn).get(word.group(1))) is not None:
+            return min(limit, round(estimate))
         top = self._top(conn)
         known = self._counts.get((tsquery, limit))
         if known is not None and top <= known[1] * 1.1 + 100:
