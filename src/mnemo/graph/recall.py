@@ -3,8 +3,8 @@
 Two channels propose candidates within one scope, ranked by the retrieval engine shared with the session
 archive (:class:`mnemo.retrieval.Fusion`):
 
-* ``fts``: BM25 over the memories' text (FTS5 in SQLite, ``tsvector`` in PostgreSQL: see :mod:`mnemo.graph.engine`) (a natural-language question becomes a ranked OR of its
-  meaningful terms);
+* ``fts``: BM25 over the memories' text, FTS5 on SQLite or ``tsvector`` on PostgreSQL (see
+  :mod:`mnemo.graph.engine`); a natural-language question becomes a ranked OR of its meaningful terms;
 * ``vector``: cosine similarity of the query's embedding to the stored ones (only when an embedder is
   set, and only vectors of that same model).
 

@@ -31,7 +31,7 @@ from ..graph.recall import COMMON_MATCHES
 from ..graph.schema import SCOPE_CLAUSE, scope_params
 from ..scope import Scope
 from . import graph_schema
-from .connection import PostgresDatabase, Session, redact
+from .connection import Executor, PostgresDatabase, Session
 from .text_search import K1, ONE_OCCURRENCE, B, bm25_idf, compile_tsquery, phrases
 from .vectors import EF_SEARCH, vector_text
 
@@ -53,7 +53,6 @@ class PostgresEngine(GraphEngine):
 
     def __init__(self, url: str) -> None:
         self.url = url
-        self.location = redact(url)
         self._database = PostgresDatabase.shared(url)
         try:
             self._database.migrate(graph_schema.COMPONENT, graph_schema.MIGRATIONS, lambda t: table_owner(t) is not None)
@@ -253,7 +252,7 @@ class PostgresEngine(GraphEngine):
     def store_vectors(
         self, conn: Session, scope: Scope, embedder: Embedder, ids: Sequence[str], vectors: np.ndarray
     ) -> None:
-        self.vectors.ensure_index(conn, embedder)
+        self.vectors.ensure_index(conn, embedder.name, embedder.dim)
         conn.executemany(
             "INSERT INTO graph_vectors (memory_id, model, dim, vector, user_id, agent_id, channel_id)"
             " SELECT ?, ?, ?, CAST(? AS vector), ?, ?, ? WHERE EXISTS (SELECT 1 FROM graph_memories WHERE id = ?)"
@@ -273,32 +272,27 @@ class PostgresGraphVectors:
         self._indexed: set[tuple[str, int]] = set()
 
     @staticmethod
-    def _model(embedder: Embedder) -> tuple[str, str, str]:
+    def _model(model: str, dim: int) -> tuple[str, str, str]:
         """The index name, the column cast to the model's dimension, and the condition selecting its rows (the
         model's name written into the SQL: a partial index serves only conditions the planner can match)."""
-        digest = hashlib.blake2b(f"{embedder.name}\x1f{embedder.dim}".encode(), digest_size=6).hexdigest()
-        name = embedder.name.replace("'", "''")
-        return (
-            f"graph_vectors_hnsw_{digest}",
-            f"CAST(vector AS vector({int(embedder.dim)}))",
-            f"model = '{name}' AND dim = {int(embedder.dim)}",
-        )
+        digest = hashlib.blake2b(f"{model}\x1f{dim}".encode(), digest_size=6).hexdigest()
+        name = model.replace("'", "''")
+        return f"graph_vectors_hnsw_{digest}", f"CAST(vector AS vector({int(dim)}))", f"model = '{name}' AND dim = {int(dim)}"
 
-    def ensure_index(self, conn: Session, embedder: Embedder) -> None:
-        """Create the model's HNSW index unless it exists, inside the caller's transaction."""
-        key = (embedder.name, embedder.dim)
-        if key in self._indexed:
+    def ensure_index(self, conn: Executor, model: str, dim: int) -> None:
+        """Create the HNSW index of ``model``'s vectors unless it exists, inside the caller's transaction."""
+        if (model, dim) in self._indexed:
             return
-        index, cast, rows = self._model(embedder)
+        index, cast, rows = self._model(model, dim)
         # Two processes creating the same index at once would collide: one at a time.
         conn.execute("SELECT pg_advisory_xact_lock(hashtext(?))", (index,))
         conn.execute(f"CREATE INDEX IF NOT EXISTS {index} ON graph_vectors USING hnsw ({cast} vector_cosine_ops) WHERE {rows}")
-        self._indexed.add(key)
+        self._indexed.add((model, dim))
 
     def search(self, conn: Session, scope: Scope, embedder: Embedder, probe: np.ndarray, k: int) -> Hits:
         if k <= 0:
             return []
-        _, cast, rows = self._model(embedder)
+        _, cast, rows = self._model(embedder.name, embedder.dim)
         # The walk keeps enough candidates for a pool of 100, and goes on past other scopes' vectors. Set on
         # every search: a setting made inside a transaction that rolls back does not last.
         conn.execute(f"SET hnsw.ef_search = {EF_SEARCH}; SET hnsw.iterative_scan = relaxed_order")

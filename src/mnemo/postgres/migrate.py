@@ -28,7 +28,6 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 from urllib.parse import quote
 
@@ -264,7 +263,7 @@ def _copy_vectors(conn: sqlite3.Connection, database: PostgresDatabase) -> None:
 
     def index(executor: Executor) -> None:
         for model, dim in models:
-            vectors.ensure_index(executor, SimpleNamespace(name=model, dim=dim))  # type: ignore[arg-type]
+            vectors.ensure_index(executor, model, dim)
 
     database.write(index)
     while rows := cursor.fetchmany(BATCH):
