@@ -112,6 +112,33 @@ def test_hits_carry_snippet_session_and_neighbours(archive):
     assert [m.id for m in hit.before] == [ids[0]] and [m.id for m in hit.after] == [ids[2]]
 
 
+def test_adjacent_hits_each_get_their_own_neighbours(archive):
+    _, ids = conversation(archive, ["intro", "kernel panic one", "kernel panic two", "outro"])
+    hits = {hit.message.id: hit for hit in archive.search_messages("kernel panic", context=2)}
+    assert [m.id for m in hits[ids[1]].before] == [ids[0]] and [m.id for m in hits[ids[1]].after] == ids[2:]
+    assert [m.id for m in hits[ids[2]].before] == ids[:2] and [m.id for m in hits[ids[2]].after] == [ids[3]]
+
+
+def test_neighbours_of_hundreds_of_hits_stay_in_their_sessions(archive):
+    # More hits than one neighbour query takes, across many sessions.
+    sessions = [conversation(archive, [f"filler {n}", f"zebra sighting {n}", f"after {n}"]) for n in range(260)]
+    hits = archive.search_messages("zebra", limit=1000, context=1)
+    assert len(hits) == 260
+    for hit in hits:
+        _, ids = next(s for s in sessions if s[0] == hit.session.id)
+        assert hit.message.id == ids[1]
+        assert [m.id for m in hit.before] == [ids[0]] and [m.id for m in hit.after] == [ids[2]]
+
+
+def test_a_search_groups_hits_from_sessions_with_and_without_parents(archive):
+    conversation(archive, ["ledger close"], session_id="a")
+    conversation(archive, ["ledger audit"], session_id="a2", parent_session_id="a")
+    conversation(archive, ["ledger recount"], session_id="a3", parent_session_id="a2")
+    conversation(archive, ["ledger backup"], session_id="b")
+    groups = {g.root.id: sorted(h.message.session_id for h in g.hits) for g in archive.search("ledger", limit=5)}
+    assert groups == {"a": ["a", "a2", "a3"], "b": ["b"]}
+
+
 @pytest.mark.parametrize(
     "query",
     ['"unbalanced', "AND", "OR OR", "NOT", "a AND", "*", "col:value", "^start", "(group", "NEAR(a b)",

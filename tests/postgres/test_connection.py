@@ -31,6 +31,12 @@ def test_everything_mnemo_creates_lives_in_its_own_schema(postgres_url):
     assert {"sessions", "messages", "message_vectors", "schema_versions"} <= ours
 
 
+def test_every_statement_is_planned_for_its_own_parameters(postgres_url):
+    # A plan made once for any parameters sends a short window of recent ids to the full-text index.
+    with open_archive(postgres_url) as archive, archive._reading() as conn:
+        assert conn.execute("SHOW plan_cache_mode").fetchone()[0] == "force_custom_plan"
+
+
 def test_a_schema_holding_another_programs_tables_is_refused_and_left_untouched(postgres_url):
     with psycopg.connect(postgres_url, autocommit=True) as conn:
         conn.execute("CREATE SCHEMA mnemo")

@@ -43,6 +43,8 @@ T = TypeVar("T")
 
 MAX_LIMIT = 100
 _HITS_PER_CANDIDATE_SESSION = 20
+# Neighbour look-ups joined into one query (two each): SQLite allows at most 500 terms in a compound SELECT.
+_CENTRES_PER_QUERY = 200
 
 SCOPED = SESSION_SCOPE_CLAUSE.replace("s.", "")
 MESSAGES_IN_SESSIONS = "messages m JOIN sessions s ON s.id = m.session_id"
@@ -237,11 +239,19 @@ class Archive(ABC):
 
     def get_session(self, session_id: str) -> SessionInfo | None:
         """The session with this id, or ``None``."""
+        return self._sessions([session_id]).get(session_id)
+
+    def _sessions(self, session_ids: Iterable[str]) -> dict[str, SessionInfo]:
+        """The sessions among ``session_ids`` that exist in this scope, in one query."""
+        wanted = list(dict.fromkeys(session_ids))
+        if not wanted:
+            return {}
         with self._reading() as conn:
-            row = conn.execute(
-                f"SELECT * FROM sessions WHERE id = ? AND {SCOPED}", (session_id, *self.scope.as_params())
-            ).fetchone()
-        return SessionInfo.from_row(row) if row else None
+            rows = conn.execute(
+                f"SELECT * FROM sessions WHERE id IN ({','.join('?' * len(wanted))}) AND {SCOPED}",
+                (*wanted, *self.scope.as_params()),
+            ).fetchall()
+        return {info.id: info for info in map(SessionInfo.from_row, rows)}
 
     def list_sessions(
         self,
@@ -299,18 +309,28 @@ class Archive(ABC):
         wanted = list(set(session_ids))
         if not wanted:
             return {}
+        roots = {session_id: session_id for session_id in wanted}
         with self._reading() as conn:
-            # One walk up the parent links for all sessions at once; the depth cap guards against a
-            # cycle written by hand into the database.
+            parents = {
+                row[0]: row[1]
+                for row in conn.execute(
+                    f"SELECT id, parent_session_id FROM sessions WHERE id IN ({','.join('?' * len(wanted))})"
+                    f" AND {SCOPED} AND parent_session_id IS NOT NULL",
+                    (*wanted, *self.scope.as_params()),
+                ).fetchall()
+            }
+            if not parents:
+                return roots  # the usual case, one indexed look-up: walking up would scan every session
+            # One walk up the parent links for the rest at once; the depth cap guards against a cycle written
+            # by hand into the database.
             rows = conn.execute(
                 "WITH RECURSIVE up(start, id, parent, depth) AS ("
-                f" SELECT id, id, parent_session_id, 0 FROM sessions WHERE id IN ({','.join('?' * len(wanted))}) AND {SCOPED}"
+                f" SELECT id, id, parent_session_id, 0 FROM sessions WHERE id IN ({','.join('?' * len(parents))}) AND {SCOPED}"
                 " UNION ALL SELECT up.start, s.id, s.parent_session_id, up.depth + 1 FROM sessions s"
                 f" JOIN up ON s.id = up.parent WHERE up.depth < 1000 AND {SESSION_SCOPE_CLAUSE})"
                 " SELECT start, id FROM up ORDER BY depth",
-                (*wanted, *self.scope.as_params(), *self.scope.as_params()),
+                (*parents, *self.scope.as_params(), *self.scope.as_params()),
             ).fetchall()
-        roots = {session_id: session_id for session_id in wanted}
         for start, ancestor in rows:
             roots[start] = ancestor  # ordered by depth: the last one written is the furthest ancestor
         return roots
@@ -529,30 +549,62 @@ class Archive(ABC):
             bucket = groups.setdefault(root, [])
             if len(bucket) < hits_per_session:
                 bucket.append(match)
+        # Every group's snippets, messages, neighbours and sessions in a few queries, not a few per hit: on a
+        # database server each query is a round trip.
+        hits = {hit.message.id: hit for hit in self._hits(self._snippets([m for b in groups.values() for m in b]), context)}
+        infos = self._sessions(groups)
         results = []
         for root, bucket in groups.items():
-            info = self.get_session(root)
-            hits = self._hits(self._snippets(bucket), context)
-            if info is not None and hits:
-                results.append(SessionHits(root=info, hits=tuple(hits)))
+            found = tuple(hits[m.message_id] for m in bucket if m.message_id in hits)
+            if root in infos and found:
+                results.append(SessionHits(root=infos[root], hits=found))
         return results
 
     def _hits(self, matches: Sequence[Match], context: int) -> list[Hit]:
         if not matches:
             return []
-        sessions: dict[str, SessionInfo] = {}
+        ids = list(dict.fromkeys(match.message_id for match in matches))
+        with self._reading() as conn:
+            rows = conn.execute(
+                f"SELECT {MESSAGE_COLUMNS} FROM {MESSAGES_IN_SESSIONS}"
+                f" WHERE m.id IN ({','.join('?' * len(ids))}) AND {SESSION_SCOPE_CLAUSE}",
+                (*ids, *self.scope.as_params()),
+            ).fetchall()
+        centres = {message.id: message for message in map(StoredMessage.from_row, rows)}
+        sessions = self._sessions(message.session_id for message in centres.values())
+        neighbours = self._neighbours(list(centres.values()), context) if context else {}
         hits = []
         for match in matches:
-            message = self.get_message(match.message_id)
-            if message is None:
+            message = centres.get(match.message_id)
+            if message is None or message.session_id not in sessions:
                 continue
-            if message.session_id not in sessions:
-                info = self.get_session(message.session_id)
-                if info is None:
-                    continue
-                sessions[message.session_id] = info
-            before = self.messages(message.session_id, before_id=message.id, limit=context, newest_first=True) if context else []
-            after = self.messages(message.session_id, after_id=message.id, limit=context) if context else []
-            hits.append(Hit(message, sessions[message.session_id], match.snippet or "", match.score, tuple(before), tuple(after)))
+            around = neighbours.get(message.session_id, [])
+            before = tuple(n for n in around if n.id < message.id)[-context:] if context else ()
+            after = tuple(n for n in around if n.id > message.id)[:context]
+            hits.append(Hit(message, sessions[message.session_id], match.snippet or "", match.score, before, after))
         return hits
+
+    def _neighbours(self, centres: Sequence[StoredMessage], context: int) -> dict[str, list[StoredMessage]]:
+        """Up to ``context`` messages before and after each of ``centres`` in its session, by session, in
+        order: each centre's nearest neighbours are among them, whatever the others brought."""
+        by_session: dict[str, dict[int, StoredMessage]] = {}
+        with self._reading() as conn:
+            for start in range(0, len(centres), _CENTRES_PER_QUERY):
+                nearest = []
+                params: list[Any] = []
+                for index, centre in enumerate(centres[start : start + _CENTRES_PER_QUERY]):
+                    for side, (compare, direction) in enumerate((("<", "DESC"), (">", "ASC"))):
+                        nearest.append(
+                            f"SELECT id FROM (SELECT id FROM messages WHERE session_id = ? AND id {compare} ?"
+                            f" ORDER BY id {direction} LIMIT {int(context)}) AS n{index}_{side}"
+                        )
+                        params += [centre.session_id, centre.id]
+                rows = conn.execute(
+                    f"SELECT {MESSAGE_COLUMNS} FROM {MESSAGES_IN_SESSIONS}"
+                    f" WHERE m.id IN ({' UNION ALL '.join(nearest)}) AND {SESSION_SCOPE_CLAUSE}",
+                    (*params, *self.scope.as_params()),
+                ).fetchall()
+                for message in map(StoredMessage.from_row, rows):
+                    by_session.setdefault(message.session_id, {})[message.id] = message
+        return {session: [found[i] for i in sorted(found)] for session, found in by_session.items()}
 

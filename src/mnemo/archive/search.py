@@ -275,7 +275,8 @@ class BaseSearcher(ABC):
 
     @abstractmethod
     def _probe(self, phrase: str) -> list[int]:
-        """The ids of ``phrase``'s most recent matches, newest first, at most ``MATCH_BUDGET``."""
+        """The ids of ``phrase``'s most recent matches, newest first, at most ``MATCH_BUDGET``; an engine that
+        knows without looking that ``phrase`` has more may return none (its matches are then never counted)."""
 
     @abstractmethod
     def _find_cjk(self, pieces: list[str], explicit: bool, limit: int, filters: Filters, sort: str) -> list[Match]:
@@ -372,11 +373,7 @@ class BaseSearcher(ABC):
                 break
             counted.append(rows)
             budget -= len(rows)
-        # The largest message id stands for the message count: exact unless messages were deleted, and
-        # found in O(log n) where counting would scan.
-        sessions, messages = self._conn.execute(
-            "SELECT (SELECT count(*) FROM sessions), (SELECT max(id) FROM messages)"
-        ).fetchone()
+        sessions, messages = self._totals()
         if not counted or sessions < 2:
             return {}  # nothing counted, or one session: nothing to tell apart
         owner = self._by_id("SELECT id, session_id FROM messages", {rowid for rows in counted for rowid in rows})
@@ -390,6 +387,11 @@ class BaseSearcher(ABC):
                 norm = SESSION_K1 * (1.0 - SESSION_B + SESSION_B * sizes.get(session, hits) / average)
                 scores[session] = scores.get(session, 0.0) + idf * hits * (SESSION_K1 + 1.0) / (hits + norm)
         return scores
+
+    def _totals(self) -> tuple[int, int]:
+        """How many sessions and messages the archive holds. The largest message id stands for the message
+        count: exact unless messages were deleted, and found in O(log n) where counting would scan."""
+        return self._conn.execute("SELECT (SELECT count(*) FROM sessions), (SELECT max(id) FROM messages)").fetchone()
 
     def _by_id(self, select: str, ids: Iterable[object]) -> dict:
         """``{id: value}`` from ``select`` (two columns, the first ``id``) for the rows with these ``ids``

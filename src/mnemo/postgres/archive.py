@@ -21,6 +21,7 @@ from ..scope import Scope
 from . import archive_schema
 from .connection import Executor, PostgresDatabase, redact
 from .search import PostgresSearcher
+from .text_search import TermStatistics
 from .vectors import PostgresMessageVectors
 
 if TYPE_CHECKING:
@@ -55,6 +56,7 @@ class PostgresArchive(Archive):
             self.close()
             raise
         self._vectors = PostgresMessageVectors(embedder, self._database) if embedder is not None else None
+        self._terms = TermStatistics("messages", "id")
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
@@ -147,7 +149,7 @@ class PostgresArchive(Archive):
         if self._vectors is not None:
             self._vectors.catch_up()
         with self._reading() as executor:
-            return work(PostgresSearcher(executor, vectors=self._vectors))
+            return work(PostgresSearcher(executor, self._terms, vectors=self._vectors))
 
     def embed_pending(self, limit: int | None = None) -> int:
         return 0 if self._vectors is None else self._vectors.embed_pending(limit)

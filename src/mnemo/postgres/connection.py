@@ -162,6 +162,11 @@ class PostgresDatabase:
         # Unqualified names resolve in mnemo's schema first; extensions (vector, pg_trgm) stay reachable in
         # public, where CREATE EXTENSION put them.
         conn.execute(f"SET search_path TO {SCHEMA}, public")
+        # psycopg prepares a statement after a few runs, and PostgreSQL then may plan it once for any parameters.
+        # mnemo's plans hang on the values (a search window of the newest ids is a short primary-key range, the
+        # same condition with an unknown bound looks like a third of the table and goes to the full-text
+        # index): a generic plan made archive searches at a million messages 100 times slower. Plan each run.
+        conn.execute("SET plan_cache_mode TO force_custom_plan")
 
     # -- sharing -----------------------------------------------------------------------------------
 

@@ -16,7 +16,6 @@ index (cosine) per embedding model, over the model's rows with the column cast t
 from __future__ import annotations
 
 import hashlib
-import re
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
@@ -32,18 +31,16 @@ from ..graph.schema import SCOPE_CLAUSE, scope_params
 from ..scope import Scope
 from . import graph_schema
 from .connection import Executor, PostgresDatabase, Session
-from .text_search import K1, ONE_OCCURRENCE, B, bm25_idf, compile_tsquery, phrases
+from .text_search import K1, ONE_OCCURRENCE, B, TermStatistics, bm25_idf, phrases
 from .vectors import EF_SEARCH, vector_text
 
 if TYPE_CHECKING:
     from ..embeddings.protocol import Embedder
 
-# Memories whose lengths give the average a length is compared with.
-_LENGTH_SAMPLE = 1000
-_LEXEME = re.compile(r"'([^']+)'")
 # About how many of a phrase's newest matches it proposes as candidates (see text_candidates).
 PHRASE_WINDOW = 1000
-_COMPILED_KEPT = 1024
+# Rare phrases' counts kept at most (see count_matches).
+_COUNTS_KEPT = 1024
 
 
 class PostgresEngine(GraphEngine):
@@ -61,12 +58,9 @@ class PostgresEngine(GraphEngine):
             self._database.release()
             raise
         self.vectors = PostgresGraphVectors()
-        self._compiled: dict[str, str] = {}
+        self._terms = TermStatistics("graph_memories", "seq")
         self._counts: dict[tuple[str, int], tuple[int, int]] = {}
         self._top_value, self._top_read = 0, -1.0
-        self._common: dict[str, float] = {}
-        self._common_read = -60.0
-        self._average: float | None = None
 
     @contextmanager
     def write(self, scopes: Iterable[Scope]) -> Iterator[Session]:
@@ -125,13 +119,7 @@ class PostgresEngine(GraphEngine):
     # -- full text ---------------------------------------------------------------------------------
 
     def _tsquery(self, conn: Session, expression: str) -> str:
-        found = self._compiled.get(expression)
-        if found is None:
-            found = compile_tsquery(conn, expression)
-            if len(self._compiled) >= _COMPILED_KEPT:
-                self._compiled.clear()
-            self._compiled[expression] = found
-        return found
+        return self._terms.tsquery(conn, expression)
 
     def _top(self, conn: Session) -> int:
         """The newest seq of the whole table, re-read at most once a second (it only grows)."""
@@ -141,23 +129,6 @@ class PostgresEngine(GraphEngine):
             self._top_read = now
         return self._top_value
 
-    def _common_words(self, conn: Session) -> dict[str, float]:
-        """How many memories hold each of the commonest words, from the statistics ANALYZE keeps on the
-        ``search`` column for the planner (empty until the table has been analysed); re-read every minute."""
-        now = time.monotonic()
-        if now - self._common_read >= 60.0:
-            row = conn.execute(
-                "SELECT CAST(CAST(s.most_common_elems AS text) AS text[]), s.most_common_elem_freqs, c.reltuples"
-                " FROM pg_stats s JOIN pg_class c ON c.relname = s.tablename"
-                " JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = s.schemaname"
-                " WHERE s.schemaname = current_schema() AND s.tablename = 'graph_memories' AND s.attname = 'search'"
-            ).fetchone()
-            words: dict[str, float] = {}
-            if row is not None and row[0] and row[1] and row[2] and row[2] > 0:
-                words = {word: freq * float(row[2]) for word, freq in zip(row[0], row[1], strict=False)}
-            self._common, self._common_read = words, now
-        return self._common
-
     def count_matches(self, conn: Session, expression: str, limit: int) -> int:
         tsquery = self._tsquery(conn, expression)
         if not tsquery:
@@ -165,8 +136,7 @@ class PostgresEngine(GraphEngine):
         # Counting walks every match (a few microseconds each). A word common enough to be in the column's
         # statistics is counted from them, as the planner estimates it; any other is rare enough to count,
         # and how common it is changes slowly: a count is kept until the table has grown a tenth.
-        word = _LEXEME.fullmatch(tsquery)
-        if word is not None and (estimate := self._common_words(conn).get(word.group(1))) is not None:
+        if (estimate := self._terms.common(conn, tsquery)) is not None:
             return min(limit, round(estimate))
         top = self._top(conn)
         known = self._counts.get((tsquery, limit))
@@ -176,7 +146,7 @@ class PostgresEngine(GraphEngine):
             "SELECT count(*) FROM (SELECT 1 FROM graph_memories WHERE search @@ CAST(? AS tsquery) LIMIT ?) AS hits",
             (tsquery, limit),
         ).fetchone()[0]
-        if len(self._counts) >= _COMPILED_KEPT:
+        if len(self._counts) >= _COUNTS_KEPT:
             self._counts.clear()
         self._counts[(tsquery, limit)] = (found, top)
         return found
@@ -210,22 +180,13 @@ class PostgresEngine(GraphEngine):
                     clauses.append("m.search @@ CAST(? AS tsquery)")
                     window.append(tsquery)
             where = "(" + " OR ".join(clauses) + ")"
-        average = self._average_length(conn)
+        average = self._terms.average_length(conn)
         rows = conn.execute(
             f"SELECT m.id, {score} AS score FROM graph_memories m CROSS JOIN LATERAL (SELECT {frequencies}) AS tf"
             f" WHERE {where} AND {SCOPE_CLAUSE}{alive} ORDER BY score DESC, m.seq DESC LIMIT ?",
             (*[v for w in weights for v in (w, average)], *scored, *window, *scope_params(scope), count),
         ).fetchall()
         return {row[0]: float(row[1]) for row in rows}
-
-    def _average_length(self, conn: Session) -> float:
-        if self._average is None:
-            row = conn.execute(
-                "SELECT avg(length(search)) FROM (SELECT search FROM graph_memories ORDER BY seq DESC LIMIT ?) AS recent",
-                (_LENGTH_SAMPLE,),
-            ).fetchone()
-            self._average = max(1.0, float(row[0] or 1.0))
-        return self._average
 
     def source_matches(
         self, conn: Session, scope: Scope, phrases: Sequence[str], alive: str

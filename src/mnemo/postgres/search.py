@@ -32,26 +32,36 @@ from ..archive.search import (
 )
 from ..retrieval import cjk_ngrams, has_cjk
 from .connection import Executor
-from .text_search import K1, ONE_OCCURRENCE, B, bm25_idf, compile_tsquery
+from .text_search import K1, ONE_OCCURRENCE, B, TermStatistics, bm25_idf
 
 _MATCHES = "FROM messages m JOIN sessions s ON s.id = m.session_id"
-# Messages whose lengths give the average a length is compared with.
-_LENGTH_SAMPLE = 1000
+# A word the statistics count at this many times the probe's budget is estimated instead of probed.
+_KNOWN_COMMON = 2
 
 
 class PostgresSearcher(BaseSearcher):
-    """Runs searches on one PostgreSQL connection."""
+    """Runs searches on one PostgreSQL connection, with what the archive's process keeps about its messages
+    (``terms``)."""
 
-    def __init__(self, conn: Executor, *, vectors: VectorChannel | None = None) -> None:
+    def __init__(self, conn: Executor, terms: TermStatistics, *, vectors: VectorChannel | None = None) -> None:
         super().__init__(conn, vectors=vectors)
-        self._compiled: dict[str, str] = {}
-        self._average_length: float | None = None
+        self._terms = terms
+        self._newest: int | None = None
 
     def _tsquery(self, fts_query: str) -> str:
         """``fts_query`` as ``tsquery`` text; ``""`` when nothing in it is searchable (only stop words)."""
-        if fts_query not in self._compiled:
-            self._compiled[fts_query] = compile_tsquery(self._conn, fts_query)
-        return self._compiled[fts_query]
+        return self._terms.tsquery(self._conn, fts_query)
+
+    def _newest_id(self) -> int:
+        """The largest message id, standing for the number of messages: exact unless some were deleted."""
+        if self._newest is None:
+            self._newest = self._conn.execute("SELECT COALESCE(max(id), 0) FROM messages").fetchone()[0]
+        return self._newest
+
+    def _totals(self) -> tuple[int, int]:
+        # Sessions are counted like messages, by their largest sequence number, instead of by a scan.
+        sessions = self._conn.execute("SELECT COALESCE(max(seq), 0) FROM sessions").fetchone()[0]
+        return sessions, self._newest_id()
 
     def _run_fts(self, fts_query: str, limit: int, filters: Filters, sort: str) -> list[Match]:
         tsquery = self._tsquery(fts_query)
@@ -65,38 +75,58 @@ class PostgresSearcher(BaseSearcher):
         ).fetchall()
         return [Match(row[0], row[1], None, "messages_fts", fts_query) for row in rows]
 
+    def _known_common(self, tsquery: str) -> float | None:
+        """How many messages hold ``tsquery`` when the column's statistics say it is well past the probe's
+        budget: such a word is not probed (its newest ``MATCH_BUDGET`` matches lie among thousands of rows
+        that would each be read), and its count and recent stretch are estimated from its frequency. Words
+        near the budget are probed, so the cut between counted and estimated stays where SQLite puts it."""
+        estimate = self._terms.common(self._conn, tsquery)
+        return estimate if estimate is not None and estimate >= _KNOWN_COMMON * MATCH_BUDGET else None
+
     def _probe(self, phrase: str) -> list[int]:
         if phrase not in self._probes:
             tsquery = self._tsquery(phrase)
             rows = self._conn.execute(
                 "SELECT id FROM messages WHERE search @@ CAST(? AS tsquery) ORDER BY id DESC LIMIT ?",
                 (tsquery, MATCH_BUDGET),
-            ).fetchall() if tsquery else []  # fmt: skip
+            ).fetchall() if tsquery and self._known_common(tsquery) is None else []  # fmt: skip
             self._probes[phrase] = [row[0] for row in rows]
         return self._probes[phrase]
+
+    def _frequency(self, phrase: str) -> tuple[float, int | None]:
+        """How many messages hold ``phrase`` (exact below ``MATCH_BUDGET``, else estimated), and the first id
+        of the recent stretch holding its newest ``MATCH_BUDGET`` matches (``None`` when it has fewer)."""
+        newest = self._newest_id()
+        estimate = self._known_common(self._tsquery(phrase))
+        if estimate is not None:
+            return estimate, max(1, int(newest - MATCH_BUDGET * newest / estimate))
+        rows = self._probe(phrase)
+        if len(rows) < MATCH_BUDGET:
+            return float(len(rows)), None
+        # Extrapolated from the density of the recent matches.
+        return MATCH_BUDGET * newest / max(1, newest - rows[-1] + 1), rows[-1]
 
     def _bounded(self, phrases: list[str], joiner: str, limit: int, filters: Filters, sort: str) -> list[Match]:
         compiled = {phrase: query for phrase in phrases if (query := self._tsquery(phrase))}
         if not compiled:
             return []
-        probes = {phrase: self._probe(phrase) for phrase in compiled}
-        if not any(probes.values()):
+        found = {phrase: self._frequency(phrase) for phrase in compiled}
+        if not any(count for count, _ in found.values()):
             return []
-        # The largest id stands for the number of messages: exact unless some were deleted, found in O(log n).
-        newest = self._conn.execute("SELECT max(id) FROM messages").fetchone()[0]
-        weights = {phrase: _idf(rows, newest) for phrase, rows in probes.items()}
-        common = [phrase for phrase, rows in probes.items() if len(rows) >= MATCH_BUDGET]
+        newest = self._newest_id()
+        weights = {phrase: bm25_idf(newest, count) for phrase, (count, _) in found.items()}
+        starts = {phrase: start for phrase, (_, start) in found.items() if start is not None}
         window, window_params = "", []
         if joiner == " ":
             # An AND is no bigger than its rarest topic word: one rare word keeps the whole match cheap.
             topical = [p for p in compiled if p.strip('"*').lower() not in STOP_WORDS] or list(compiled)[:1]
-            if all(p in common for p in topical):
-                window, window_params = " AND m.id >= ?", [max(probes[p][-1] for p in topical)]
+            if all(p in starts for p in topical):
+                window, window_params = " AND m.id >= ?", [max(starts[p] for p in topical)]
             matched = " & ".join(f"({q})" for q in compiled.values())
         else:
-            rare = [compiled[p] for p in compiled if p not in common]
-            if common:
-                start = max(probes[p][-1] for p in common)
+            rare = [compiled[p] for p in compiled if p not in starts]
+            if starts:
+                start = max(starts.values())
                 if rare:
                     window = " AND (m.id >= ? OR m.search @@ CAST(? AS tsquery))"
                     window_params = [start, " | ".join(f"({q})" for q in rare)]
@@ -106,7 +136,8 @@ class PostgresSearcher(BaseSearcher):
         frequencies = ", ".join(f"ts_rank(m.search, CAST(? AS tsquery), 0) / {ONE_OCCURRENCE} AS f{i}" for i in range(len(compiled)))
         norm = f"{K1} * (1 - {B} + {B} * length(m.search) / ?)"
         score = " + ".join(f"? * f{i} * {K1 + 1} / (f{i} + {norm})" for i in range(len(compiled)))
-        score_params = [value for phrase in compiled for value in (weights[phrase], self._average())]
+        average = self._terms.average_length(self._conn)
+        score_params = [value for phrase in compiled for value in (weights[phrase], average)]
         where, params = filters.sql()
         rows = self._conn.execute(
             f"SELECT m.id, -({score}) AS score {_MATCHES} CROSS JOIN LATERAL (SELECT {frequencies}) AS tf"
@@ -115,16 +146,6 @@ class PostgresSearcher(BaseSearcher):
         ).fetchall()
         fts_query = joiner.join(phrases)
         return [Match(row[0], row[1], None, "messages_fts", fts_query) for row in rows]
-
-    def _average(self) -> float:
-        """The average length (distinct words) of the most recent messages."""
-        if self._average_length is None:
-            row = self._conn.execute(
-                "SELECT avg(length(search)) FROM (SELECT search FROM messages ORDER BY id DESC LIMIT ?) AS recent",
-                (_LENGTH_SAMPLE,),
-            ).fetchone()
-            self._average_length = max(1.0, float(row[0] or 1.0))
-        return self._average_length
 
     def _rank_rows(self, ids: Sequence[int]) -> list[tuple[int, str, str, object, float]]:
         return self._conn.execute(
@@ -161,10 +182,3 @@ class PostgresSearcher(BaseSearcher):
         ).fetchall()
         return [Match(row[0], float(row[2]), like_snippet(row[1], terms)) for row in rows]
 
-
-def _idf(rows: list[int], newest: int) -> float:
-    if len(rows) < MATCH_BUDGET:
-        frequency = float(len(rows))
-    else:  # extrapolated from the density of the recent matches
-        frequency = MATCH_BUDGET * newest / max(1, newest - rows[-1] + 1)
-    return bm25_idf(newest, frequency)

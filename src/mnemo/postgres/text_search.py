@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from typing import Any
 
 CONFIG = "mnemo.english"
@@ -28,6 +29,12 @@ ONE_OCCURRENCE = 0.6079271
 
 _TOKEN = re.compile(r'"((?:[^"]|"")*)"(\*?)|\b(AND|OR|NOT)\b')
 _WORD = re.compile(r"[^\W_]+")
+_LEXEME = re.compile(r"'([^']+)'")
+# Compiled queries a process keeps per table, and how long what it reads about a table stays fresh.
+_COMPILED_KEPT = 1024
+_REFRESH_SECONDS = 60.0
+# Rows whose lengths give the average a row's length is compared with.
+_LENGTH_SAMPLE = 1000
 
 
 def ensure_configuration(executor: Any) -> None:
@@ -89,3 +96,58 @@ def bm25_idf(documents: int, matches: float) -> float:
     come from a later snapshot or an estimate, so it is capped at ``documents``."""
     matches = min(matches, documents)
     return max(1e-6, math.log((documents - matches + 0.5) / (matches + 0.5)))
+
+
+class TermStatistics:
+    """What a process keeps between queries about one table's ``search`` column: compiled queries, how many
+    rows hold each of the commonest words, and the average length of recent rows. The counts come from the
+    statistics ANALYZE keeps for the planner (``pg_stats.most_common_elems``: on a sample, for the ~1,000
+    commonest words; empty until the table has been analysed), so knowing that a word is common costs no
+    walk of its matches. Counts and lengths are re-read once a minute; they change slowly."""
+
+    def __init__(self, table: str, order: str) -> None:
+        """``table`` has a ``tsvector`` column ``search``; ``order`` is its column that grows with each row."""
+        self._table, self._order = table, order
+        self._compiled: dict[str, str] = {}
+        self._common: dict[str, float] = {}
+        self._average = 1.0
+        self._read = -math.inf
+
+    def tsquery(self, executor: Any, expression: str) -> str:
+        """:func:`compile_tsquery` of ``expression``, compiled once per process."""
+        found = self._compiled.get(expression)
+        if found is None:
+            found = compile_tsquery(executor, expression)
+            if len(self._compiled) >= _COMPILED_KEPT:
+                self._compiled.clear()
+            self._compiled[expression] = found
+        return found
+
+    def common(self, executor: Any, tsquery: str) -> float | None:
+        """About how many rows hold ``tsquery`` when it is one of the table's commonest words, else ``None``."""
+        word = _LEXEME.fullmatch(tsquery)
+        return None if word is None else self._fresh(executor)[0].get(word.group(1))
+
+    def average_length(self, executor: Any) -> float:
+        """The average length (distinct words) of the newest rows."""
+        return self._fresh(executor)[1]
+
+    def _fresh(self, executor: Any) -> tuple[dict[str, float], float]:
+        now = time.monotonic()
+        if now - self._read >= _REFRESH_SECONDS:
+            row = executor.execute(
+                "SELECT CAST(CAST(s.most_common_elems AS text) AS text[]), s.most_common_elem_freqs, c.reltuples"
+                " FROM pg_stats s JOIN pg_class c ON c.relname = s.tablename"
+                " JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = s.schemaname"
+                " WHERE s.schemaname = current_schema() AND s.tablename = ? AND s.attname = 'search'",
+                (self._table,),
+            ).fetchone()
+            common: dict[str, float] = {}
+            if row is not None and row[0] and row[1] and row[2] and row[2] > 0:
+                common = {word: freq * float(row[2]) for word, freq in zip(row[0], row[1], strict=False)}
+            average = executor.execute(
+                f"SELECT avg(length(search)) FROM (SELECT search FROM {self._table}"
+                f" ORDER BY {self._order} DESC LIMIT {_LENGTH_SAMPLE}) AS recent"
+            ).fetchone()[0]
+            self._common, self._average, self._read = common, max(1.0, float(average or 1.0)), now
+        return self._common, self._average
