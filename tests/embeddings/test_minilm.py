@@ -12,7 +12,7 @@ import pytest
 
 from mnemo import AgentMemory
 from mnemo.embeddings import Embedder, MiniLMEmbedder, preload
-from mnemo.errors import InvalidArgument
+from mnemo.errors import ConfigError, InvalidArgument
 from mnemo.providers import GraphProvider
 
 TEXTS = [
@@ -123,9 +123,9 @@ def test_nonpositive_settings_are_rejected(field: str) -> None:
 
 def _wait_loaded(model: MiniLMEmbedder, seconds: float = 60.0) -> bool:
     deadline = time.monotonic() + seconds
-    while model._session is None and time.monotonic() < deadline:
+    while model._encoder is None and time.monotonic() < deadline:
         time.sleep(0.02)
-    return model._session is not None
+    return model._encoder is not None
 
 
 def test_preload_returns_at_once_and_loads_the_model_in_the_background() -> None:
@@ -159,8 +159,48 @@ def test_an_agent_session_loads_the_model_before_the_first_recall(tmp_path) -> N
 
 @pytest.mark.parametrize("delay", [0.0, 0.05, 0.1, 0.15, 0.2, 0.3])
 def test_a_process_that_exits_while_the_model_preloads_exits_cleanly(delay: float) -> None:
-    # Exiting while onnxruntime builds the session on another thread aborts the process (SIGABRT) unless
-    # exit waits for the load; the delays put the exit at different points of the load.
+    # Exiting while another thread is still inside a native library can abort the process unless exit waits
+    # for the load; the delays put the exit at different points of the load.
     code = f"import time\nfrom mnemo.embeddings import MiniLMEmbedder\nMiniLMEmbedder().preload()\ntime.sleep({delay})\n"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "terminate" not in done.stderr, done.stderr
+
+
+LONG = "The deploy runbook: drain the node, cordon it, roll the release, watch the error budget. " * 20
+
+
+def test_a_query_is_embedded_without_building_an_onnxruntime_session() -> None:
+    model = MiniLMEmbedder()
+    model.embed(["where does the staging database live?"])
+    assert model._encoder is not None and model._session is None
+
+
+def test_a_large_batch_goes_through_onnxruntime() -> None:
+    model = MiniLMEmbedder()
+    model.embed([f"note number {n} about the garden" for n in range(200)])
+    assert model._session is not None
+
+
+@pytest.mark.parametrize("texts", [TEXTS, [LONG], [LONG, "short", ""]], ids=["mixed", "truncated", "padded"])
+def test_both_runtimes_give_the_same_vectors(texts: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    model = MiniLMEmbedder()
+    quick = model.embed(texts)
+    monkeypatch.setattr("mnemo.embeddings.minilm.QUICK_TOKENS", 0)
+    assert model._session is None
+    through_onnxruntime = model.embed(texts)
+    assert np.abs(quick - through_onnxruntime).max() < 1e-5
+    assert (quick * through_onnxruntime).sum(axis=1).min() > 0.99999
+
+
+def test_a_model_the_numpy_reader_cannot_read_is_embedded_by_onnxruntime(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def unreadable(path):
+        raise ConfigError(f"{path} is not an ONNX model this reader understands")
+
+    monkeypatch.setattr("mnemo.embeddings.minilm.read_onnx", unreadable)
+    model = MiniLMEmbedder()
+    with caplog.at_level("WARNING", logger="mnemo.embeddings"):
+        vectors = model.embed(["still embedded"])
+    assert model._session is not None and "onnxruntime" in caplog.text
+    assert np.allclose(vectors, MiniLMEmbedder().embed(["still embedded"]), atol=1e-5)

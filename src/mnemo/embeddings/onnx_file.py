@@ -1,0 +1,156 @@
+"""The parts of an ONNX model file mnemo reads itself: the weights (initializers) and the nodes of its graph.
+
+An ONNX file is one protocol-buffers message (``ModelProto``). Reading the few fields needed here from the wire
+format takes a page of standard library instead of the ``onnx`` package, and the weights are read in place:
+the file is memory-mapped and each tensor is a NumPy view of its bytes, so opening a 23 MB model touches only
+the pages a caller uses.
+"""
+
+from __future__ import annotations
+
+import mmap
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from mnemo.errors import ConfigError
+
+# Field numbers of onnx.proto (ModelProto.graph, GraphProto.node / .initializer, NodeProto.*, TensorProto.*,
+# AttributeProto.*), and the element types used by the models mnemo reads.
+_MODEL_GRAPH = 7
+_GRAPH_NODE, _GRAPH_INITIALIZER = 1, 5
+_NODE_INPUT, _NODE_OUTPUT, _NODE_OP_TYPE, _NODE_ATTRIBUTE = 1, 2, 4, 5
+_TENSOR_DIMS, _TENSOR_TYPE, _TENSOR_NAME, _TENSOR_RAW = 1, 2, 8, 9
+_ATTRIBUTE_NAME, _ATTRIBUTE_FLOAT, _ATTRIBUTE_INT = 1, 2, 3
+_DTYPES = {1: np.float32, 3: np.int8, 6: np.int32, 7: np.int64, 9: np.bool_}
+_VARINT, _FIXED64, _BYTES, _FIXED32 = 0, 1, 2, 5
+
+
+@dataclass(frozen=True)
+class Node:
+    """One operation of the graph."""
+
+    op_type: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    attributes: dict[str, float | int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class OnnxGraph:
+    """An ONNX model's weights by name and its nodes in the file's (topological) order."""
+
+    tensors: dict[str, np.ndarray]
+    nodes: tuple[Node, ...]
+
+
+def read_onnx(path: str | Path) -> OnnxGraph:
+    """The weights and nodes of the ONNX model at ``path``; :class:`~mnemo.errors.ConfigError` when it is not one
+    this reader understands (weights kept outside the file, or in a layout other than raw bytes)."""
+    try:
+        with open(path, "rb") as handle:
+            data = memoryview(mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ))
+        graph = next(value for number, value in _fields(data) if number == _MODEL_GRAPH)
+        tensors: dict[str, np.ndarray] = {}
+        nodes = []
+        for number, value in _fields(graph):
+            if number == _GRAPH_NODE:
+                nodes.append(_node(value))
+            elif number == _GRAPH_INITIALIZER:
+                name, tensor = _tensor(value)
+                tensors[name] = tensor
+    except (OSError, StopIteration, IndexError, ValueError, KeyError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path} is not an ONNX model this reader understands ({type(exc).__name__}: {exc})") from None
+    return OnnxGraph(tensors, tuple(nodes))
+
+
+def _varint(data: memoryview, at: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = data[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return value, at
+
+
+def _fields(data: memoryview) -> list[tuple[int, memoryview | int]]:
+    """The (field number, value) pairs of one message: length-delimited values as views, varints as ints,
+    fixed-width values as their bytes."""
+    found: list[tuple[int, memoryview | int]] = []
+    at, end = 0, len(data)
+    while at < end:
+        key, at = _varint(data, at)
+        number, wire = key >> 3, key & 7
+        value: memoryview | int
+        if wire == _VARINT:
+            value, at = _varint(data, at)
+        elif wire in (_BYTES, _FIXED64, _FIXED32):
+            if wire == _BYTES:
+                length, at = _varint(data, at)
+            else:
+                length = 8 if wire == _FIXED64 else 4
+            if at + length > end:
+                raise ValueError(f"field {number} runs past the end")
+            value, at = data[at : at + length], at + length
+        else:
+            raise ValueError(f"wire type {wire} of field {number}")
+        found.append((number, value))
+    return found
+
+
+def _text(value: memoryview | int) -> str:
+    return bytes(value).decode() if isinstance(value, memoryview) else str(value)
+
+
+def _node(data: memoryview) -> Node:
+    inputs, outputs, op_type, attributes = [], [], "", {}
+    for number, value in _fields(data):
+        if number == _NODE_INPUT:
+            inputs.append(_text(value))
+        elif number == _NODE_OUTPUT:
+            outputs.append(_text(value))
+        elif number == _NODE_OP_TYPE:
+            op_type = _text(value)
+        elif number == _NODE_ATTRIBUTE and isinstance(value, memoryview):
+            name, scalar = _attribute(value)
+            if scalar is not None:
+                attributes[name] = scalar
+    return Node(op_type, tuple(inputs), tuple(outputs), attributes)
+
+
+def _attribute(data: memoryview) -> tuple[str, float | int | None]:
+    name, scalar = "", None
+    for number, value in _fields(data):
+        if number == _ATTRIBUTE_NAME:
+            name = _text(value)
+        elif number == _ATTRIBUTE_FLOAT and isinstance(value, memoryview):
+            scalar = float(np.frombuffer(value, dtype="<f4")[0])
+        elif number == _ATTRIBUTE_INT and isinstance(value, int):
+            scalar = value - (1 << 64) if value >= 1 << 63 else value  # int64, two's complement
+    return name, scalar
+
+
+def _tensor(data: memoryview) -> tuple[str, np.ndarray]:
+    dims: list[int] = []
+    dtype, name, raw = 1, "", None
+    for number, value in _fields(data):
+        if number == _TENSOR_DIMS:
+            if isinstance(value, int):
+                dims.append(value)
+            else:  # packed
+                at = 0
+                while at < len(value):
+                    dim, at = _varint(value, at)
+                    dims.append(dim)
+        elif number == _TENSOR_TYPE and isinstance(value, int):
+            dtype = value
+        elif number == _TENSOR_NAME:
+            name = _text(value)
+        elif number == _TENSOR_RAW and isinstance(value, memoryview):
+            raw = value
+    if raw is None:
+        raise ValueError(f"tensor {name!r} has no raw bytes")
+    return name, np.frombuffer(raw, dtype=np.dtype(_DTYPES[dtype]).newbyteorder("<")).reshape(dims)
