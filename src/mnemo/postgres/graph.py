@@ -136,9 +136,9 @@ class PostgresEngine(GraphEngine):
         # Counting walks every match (a few microseconds each). A word common enough to be in the column's
         # statistics is counted from them, as the planner estimates it; any other is rare enough to count,
         # and how common it is changes slowly: a count is kept until the table has grown a tenth.
-        if (estimate := self._terms.common(conn, tsquery)) is not None:
-            return min(limit, round(estimate))
         top = self._top(conn)
+        if (share := self._terms.share(conn, tsquery)) is not None:
+            return min(limit, round(share * top))
         known = self._counts.get((tsquery, limit))
         if known is not None and top <= known[1] * 1.1 + 100:
             return known[0]

@@ -80,7 +80,8 @@ class PostgresSearcher(BaseSearcher):
         budget: such a word is not probed (its newest ``MATCH_BUDGET`` matches lie among thousands of rows
         that would each be read), and its count and recent stretch are estimated from its frequency. Words
         near the budget are probed, so the cut between counted and estimated stays where SQLite puts it."""
-        estimate = self._terms.common(self._conn, tsquery)
+        share = self._terms.share(self._conn, tsquery)
+        estimate = None if share is None else share * self._newest_id()
         return estimate if estimate is not None and estimate >= _KNOWN_COMMON * MATCH_BUDGET else None
 
     def _probe(self, phrase: str) -> list[int]:

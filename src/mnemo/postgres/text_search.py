@@ -99,11 +99,12 @@ def bm25_idf(documents: int, matches: float) -> float:
 
 
 class TermStatistics:
-    """What a process keeps between queries about one table's ``search`` column: compiled queries, how many
-    rows hold each of the commonest words, and the average length of recent rows. The counts come from the
-    statistics ANALYZE keeps for the planner (``pg_stats.most_common_elems``: on a sample, for the ~1,000
+    """What a process keeps between queries about one table's ``search`` column: compiled queries, the share
+    of rows holding each of the commonest words, and the average length of recent rows. The shares come from
+    the statistics ANALYZE keeps for the planner (``pg_stats.most_common_elems``: on a sample, for the ~1,000
     commonest words; empty until the table has been analysed), so knowing that a word is common costs no
-    walk of its matches. Counts and lengths are re-read once a minute; they change slowly."""
+    walk of its matches. Shares and lengths change slowly and are re-read once a minute; a caller turns a
+    share into a count with the table's size as it is now, which changes fast."""
 
     def __init__(self, table: str, order: str) -> None:
         """``table`` has a ``tsvector`` column ``search``; ``order`` is its column that grows with each row."""
@@ -123,8 +124,9 @@ class TermStatistics:
             self._compiled[expression] = found
         return found
 
-    def common(self, executor: Any, tsquery: str) -> float | None:
-        """About how many rows hold ``tsquery`` when it is one of the table's commonest words, else ``None``."""
+    def share(self, executor: Any, tsquery: str) -> float | None:
+        """About which fraction of rows hold ``tsquery`` when it is one of the table's commonest words, else
+        ``None``."""
         word = _LEXEME.fullmatch(tsquery)
         return None if word is None else self._fresh(executor)[0].get(word.group(1))
 
@@ -136,15 +138,13 @@ class TermStatistics:
         now = time.monotonic()
         if now - self._read >= _REFRESH_SECONDS:
             row = executor.execute(
-                "SELECT CAST(CAST(s.most_common_elems AS text) AS text[]), s.most_common_elem_freqs, c.reltuples"
-                " FROM pg_stats s JOIN pg_class c ON c.relname = s.tablename"
-                " JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = s.schemaname"
-                " WHERE s.schemaname = current_schema() AND s.tablename = ? AND s.attname = 'search'",
+                "SELECT CAST(CAST(most_common_elems AS text) AS text[]), most_common_elem_freqs FROM pg_stats"
+                " WHERE schemaname = current_schema() AND tablename = ? AND attname = 'search'",
                 (self._table,),
             ).fetchone()
             common: dict[str, float] = {}
-            if row is not None and row[0] and row[1] and row[2] and row[2] > 0:
-                common = {word: freq * float(row[2]) for word, freq in zip(row[0], row[1], strict=False)}
+            if row is not None and row[0] and row[1]:
+                common = dict(zip(row[0], map(float, row[1]), strict=False))
             average = executor.execute(
                 f"SELECT avg(length(search)) FROM (SELECT search FROM {self._table}"
                 f" ORDER BY {self._order} DESC LIMIT {_LENGTH_SAMPLE}) AS recent"
