@@ -97,7 +97,7 @@ class BertEncoder:
             if node.op_type == "Mul" and node.inputs[0].endswith("_f") and node.inputs[0][:-2] + "_q" in tensors
         }
         added = {node.inputs[0]: node for node in graph.nodes if node.op_type == "Add" and len(node.inputs) == 2}
-        matrices: dict[str, np.ndarray] = {}
+        matrices: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         indices: set[int] = set()
         prefix = ""
         for node in graph.nodes:
@@ -109,14 +109,18 @@ class BertEncoder:
                 continue
             prefix = role.group(1)
             indices.add(int(role.group(2)))
-            q, scale = quantised[node.inputs[1]]
-            matrices[bias[: -len(".bias")]] = q.astype(np.float32) * scale
+            matrices[bias[: -len(".bias")]] = quantised[node.inputs[1]]
         epsilons = {node.attributes.get("epsilon") for node in graph.nodes if node.op_type == "LayerNormalization"}
         if len(epsilons) != 1 or None in epsilons:
             raise ValueError(f"layer norms with epsilons {epsilons}")
         if indices != set(range(len(indices))):
             raise ValueError(f"encoder layers {sorted(indices)}")
-        layers = [_layer(matrices.__getitem__, tensors.__getitem__, f"{prefix}encoder.layer.{i}.") for i in range(len(indices))]
+        def dequantised(*names: str) -> np.ndarray:
+            # Side by side in int8 first, then one conversion: each float32 byte is written once.
+            q = np.concatenate([matrices[name][0] for name in names], axis=1)
+            return np.multiply(q, np.concatenate([matrices[name][1] for name in names], axis=1), dtype=np.float32)
+
+        layers = [_layer(dequantised, tensors.__getitem__, f"{prefix}encoder.layer.{i}.") for i in range(len(indices))]
         embeddings = prefix + "embeddings."
         return cls(
             layers,
@@ -134,8 +138,8 @@ class BertEncoder:
         query.weight``, matrices stored ``[out, in]``), such as a ``model.safetensors``."""
         count = len({name.split(".")[2] for name in tensors if name.startswith("encoder.layer.")})
 
-        def matrix(name: str) -> np.ndarray:
-            return np.ascontiguousarray(tensors[name + ".weight"].T, dtype=np.float32)
+        def matrix(*names: str) -> np.ndarray:
+            return np.concatenate([tensors[name + ".weight"].T for name in names], axis=1, dtype=np.float32)
 
         layers = [_layer(matrix, tensors.__getitem__, f"encoder.layer.{i}.") for i in range(count)]
         return cls(
@@ -180,10 +184,11 @@ class BertEncoder:
         return centred / np.sqrt(variance + self._epsilon) * weights[0] + weights[1]
 
 
-def _layer(matrix: Callable[[str], np.ndarray], vector: Callable[[str], np.ndarray], at: str) -> _Layer:
-    """Layer ``at`` (a name prefix) from its ``[in, out]`` matrices and its vectors, by Hugging Face's names."""
+def _layer(matrix: Callable[..., np.ndarray], vector: Callable[[str], np.ndarray], at: str) -> _Layer:
+    """Layer ``at`` (a name prefix) from its vectors and its float32 ``[in, out]`` matrices, by Hugging Face's
+    names; ``matrix(*names)`` gives the named ones side by side."""
     return _Layer(
-        qkv=np.ascontiguousarray(np.concatenate([matrix(at + role) for role in _ROLES[:3]], axis=1)),
+        qkv=matrix(*(at + role for role in _ROLES[:3])),
         qkv_bias=np.concatenate([vector(at + role + ".bias") for role in _ROLES[:3]]),
         output=matrix(at + _ROLES[3]),
         output_bias=vector(at + _ROLES[3] + ".bias"),
