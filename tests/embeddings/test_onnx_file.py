@@ -71,3 +71,11 @@ def test_a_checkpoint_by_hugging_face_names_runs_the_same_encoder(graph) -> None
     ids = np.array([[101, 7592, 2088, 102, 0]])
     mask = np.array([[1, 1, 1, 1, 0]])
     assert np.allclose(checkpoint(ids, mask), exported(ids, mask), atol=1e-5)
+
+
+def test_the_encoder_leaves_the_callers_blas_threads_as_they_were(graph) -> None:
+    from threadpoolctl import threadpool_info
+
+    before = [(pool["internal_api"], pool["num_threads"]) for pool in threadpool_info()]
+    BertEncoder.from_onnx(graph, heads=12)(np.array([[101, 102]]), np.array([[1, 1]]))
+    assert [(pool["internal_api"], pool["num_threads"]) for pool in threadpool_info()] == before
