@@ -16,6 +16,7 @@ import json
 import time
 import uuid
 from abc import ABC, abstractmethod
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -63,6 +64,10 @@ class SessionNotFound(MnemoError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0])
+
+
+def _message_id(message: StoredMessage) -> int:
+    return message.id
 
 
 def check_limit(value: Any, name: str = "limit", maximum: int = MAX_LIMIT) -> int:
@@ -579,8 +584,8 @@ class Archive(ABC):
             if message is None or message.session_id not in sessions:
                 continue
             around = neighbours.get(message.session_id, [])
-            before = tuple(n for n in around if n.id < message.id)[-context:] if context else ()
-            after = tuple(n for n in around if n.id > message.id)[:context]
+            first, last = (find(around, message.id, key=_message_id) for find in (bisect_left, bisect_right))
+            before, after = tuple(around[max(0, first - context) : first]), tuple(around[last : last + context])
             hits.append(Hit(message, sessions[message.session_id], match.snippet or "", match.score, before, after))
         return hits
 
