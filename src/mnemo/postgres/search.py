@@ -9,8 +9,10 @@ frequency is its ``ts_rank`` without length normalisation in units of one occurr
 the tool name and the tool-call text count less, as their weights say), saturated with BM25's ``k1`` and
 normalised by the message's length against the average of recent messages; its inverse document frequency
 is estimated from the same bounded probes the SQLite engine uses, the newest ``MATCH_BUDGET`` matches of each
-phrase. A common phrase is only looked for among the recent messages where it has that many matches, so a
-query costs about the same at a million messages as at ten thousand.
+phrase, except for a word the column's statistics already show to be far commoner than that (its share of
+rows, :class:`~mnemo.postgres.text_search.TermStatistics`), which is estimated without walking to its matches.
+A common phrase is only looked for among the recent messages where it has that many matches, so a query costs
+about the same at a million messages as at ten thousand.
 """
 
 from __future__ import annotations
@@ -78,7 +80,7 @@ class PostgresSearcher(BaseSearcher):
     def _known_common(self, tsquery: str) -> float | None:
         """How many messages hold ``tsquery`` when the column's statistics say it is well past the probe's
         budget: such a word is not probed (its newest ``MATCH_BUDGET`` matches lie among thousands of rows
-        that would each be read), and its count and recent stretch are estimated from its frequency. Words
+        that would each be read), and its count and recent stretch are estimated from its share of rows. Words
         near the budget are probed, so the cut between counted and estimated stays where SQLite puts it."""
         share = self._terms.share(self._conn, tsquery)
         estimate = None if share is None else share * self._newest_id()
