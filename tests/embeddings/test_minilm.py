@@ -123,9 +123,9 @@ def test_nonpositive_settings_are_rejected(field: str) -> None:
 
 def _wait_loaded(model: MiniLMEmbedder, seconds: float = 60.0) -> bool:
     deadline = time.monotonic() + seconds
-    while model._encoder is None and time.monotonic() < deadline:
+    while model._session is None and time.monotonic() < deadline:
         time.sleep(0.02)
-    return model._encoder is not None
+    return model._encoder is not None and model._session is not None
 
 
 def test_preload_returns_at_once_and_loads_the_model_in_the_background() -> None:
@@ -134,7 +134,9 @@ def test_preload_returns_at_once_and_loads_the_model_in_the_background() -> None
     model.preload()
     assert time.perf_counter() - started < 0.1  # a thread start, not a model load (generous margin)
     assert _wait_loaded(model)
-    reference = MiniLMEmbedder().embed(["the same vectors either way"])
+    built_in_place = MiniLMEmbedder()
+    built_in_place._load_session()  # the same runtime, its session built by the caller instead
+    reference = built_in_place.embed(["the same vectors either way"])
     assert np.array_equal(model.embed(["the same vectors either way"]), reference)
 
 
@@ -159,8 +161,8 @@ def test_an_agent_session_loads_the_model_before_the_first_recall(tmp_path) -> N
 
 @pytest.mark.parametrize("delay", [0.0, 0.05, 0.1, 0.15, 0.2, 0.3])
 def test_a_process_that_exits_while_the_model_preloads_exits_cleanly(delay: float) -> None:
-    # Exiting while another thread is still inside a native library can abort the process unless exit waits
-    # for the load; the delays put the exit at different points of the load.
+    # Exiting while onnxruntime builds the session on another thread aborts the process (SIGABRT) unless
+    # exit waits for the load; the delays put the exit at different points of the load.
     code = f"import time\nfrom mnemo.embeddings import MiniLMEmbedder\nMiniLMEmbedder().preload()\ntime.sleep({delay})\n"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "terminate" not in done.stderr, done.stderr
@@ -173,6 +175,14 @@ def test_a_query_is_embedded_without_building_an_onnxruntime_session() -> None:
     model = MiniLMEmbedder()
     model.embed(["where does the staging database live?"])
     assert model._encoder is not None and model._session is None
+
+
+def test_once_onnxruntime_has_a_session_queries_go_through_it_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    model = MiniLMEmbedder()
+    model.preload()
+    assert _wait_loaded(model)
+    monkeypatch.setattr(model, "_quick", lambda: pytest.fail("the NumPy encoder ran after the session was built"))
+    assert model.embed(["where does the staging database live?"]).shape == (1, 384)
 
 
 def test_a_large_batch_goes_through_onnxruntime() -> None:

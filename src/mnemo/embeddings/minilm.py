@@ -7,10 +7,11 @@ downloaded at run time and no deep-learning framework is installed. The int8 wei
 ``bench/embeddings.py``): close enough for retrieval, but not identical, which is why
 :attr:`MiniLMEmbedder.name` names the variant.
 
-Two runtimes compute the same vectors (to about 1e-7). A few short texts, a query above all, go through
-mnemo's NumPy forward pass (:mod:`mnemo.embeddings.bert`), ready a few tens of milliseconds after a process
-starts; larger batches go through onnxruntime, which is faster per text but takes a quarter of a second to
-build its session, paid once, by the first large batch.
+Two runtimes compute the same vectors (to about 1e-7). onnxruntime is about twice as fast per call but takes
+a quarter of a second to build its session; mnemo's NumPy forward pass (:mod:`mnemo.embeddings.bert`) is
+ready a few tens of milliseconds after a process asks for it. So a few short texts (a query above all) go
+through NumPy until onnxruntime's session exists, and larger calls through onnxruntime; long-lived callers
+build the session in the background (:meth:`MiniLMEmbedder.preload`), one-shot commands never need it.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ MAX_TOKENS = 256
 # Texts are sorted by length before batching so padding stays small. On 2 cores, batches of 8 gave the most
 # texts per CPU-second for both short and conversation-length texts; 32 was 5-20% and 128 up to 70% slower.
 BATCH_SIZE = 8
-# Calls with at most this many tokens in all are run by the NumPy encoder (see the module's docstring).
+# Calls with at most this many tokens in all are run by the NumPy encoder while onnxruntime has no session
+# (see the module's docstring).
 QUICK_TOKENS = 512
 _HEADS = 12  # all-MiniLM-L6-v2's attention heads
 
@@ -48,8 +50,8 @@ class MiniLMEmbedder:
     """The default :class:`~mnemo.embeddings.protocol.Embedder`: 384-dimensional all-MiniLM-L6-v2 vectors.
 
     The model loads on the first :meth:`embed` call, not at construction, so building a store that never
-    embeds costs nothing: the NumPy encoder for a query, onnxruntime for the first large batch. One instance
-    is safe to share between threads.
+    embeds costs nothing: the NumPy encoder for a query, onnxruntime for the first large batch (or in the
+    background, after :meth:`preload`). One instance is safe to share between threads.
     """
 
     name: str = MODEL_NAME
@@ -72,22 +74,24 @@ class MiniLMEmbedder:
         self._preloading = False
 
     def preload(self) -> None:
-        """Start loading what a query needs (the tokenizer and the NumPy encoder, a few tens of milliseconds) on
-        a background thread and return at once, for long-lived callers (an agent's session, a server) that will
-        embed a query soon; the first :meth:`embed` then waits only for what is left of the load. A load that
-        fails here is retried, and its error raised, by the next :meth:`embed`."""
-        if self._encoder is not None or self._preloading:
+        """Start loading on a background thread and return at once, for long-lived callers (an agent's
+        session, a server) that will embed a query soon: first what a query needs (the tokenizer and the NumPy
+        encoder, a few tens of milliseconds), then onnxruntime's session, which later calls use once it is
+        there. The first :meth:`embed` waits only for what is left of the first part. A load that fails here
+        is retried, and its error raised, by the next :meth:`embed` that needs it."""
+        if self._session is not None or self._preloading:
             return
         self._preloading = True
 
         def load() -> None:
             try:
                 self._quick()
+                self._load_session()
             except Exception as exc:  # noqa: BLE001 - reported by the next embed(), which loads again
                 log.debug("preloading %s failed: %s", self.name, exc)
 
-        # Not a daemon: an interpreter exiting under a thread that is still inside NumPy can crash, so exit
-        # waits for the load (a few tens of milliseconds).
+        # Not a daemon: onnxruntime aborts the whole process if the interpreter exits while it is still
+        # building the session on another thread, so exit waits for the load (a fraction of a second).
         threading.Thread(target=load, name="mnemo-model-preload").start()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -98,7 +102,7 @@ class MiniLMEmbedder:
             return out
         tokenizer = self._load_tokenizer()
         encoded = [tokenizer.encode(text) for text in texts]
-        run = self._quick() if sum(map(len, encoded)) <= QUICK_TOKENS else None
+        run = self._quick() if self._session is None and sum(map(len, encoded)) <= QUICK_TOKENS else None
         if run is None:
             session = self._load_session()
             run = partial(_run_session, session)
