@@ -1,14 +1,18 @@
 """mnemo's safety layer: what the threat scan catches on sources it never saw, and what it all costs.
 
-Run: ``python bench/scan.py [--dev PATH] [--threshold T] [--skip-detection]`` (a few minutes).
+Run: ``python bench/scan.py [--dev PATH] [--corpora DIR] [--threshold T] [--skip-detection]`` (several
+minutes).
 
-Detection: every source group of the development set (``../shared/data/injection/dev.jsonl``) and the
-examples written for mnemo (``tests/safety/data/``) is held out in turn; the classifier is retrained by
-``scripts/train_scan.py``'s recipe on the shippable rest and scores the held-out group. A text counts as
-flagged when the patterns flag it or the held-out classifier's probability reaches the threshold. The sweep
-over thresholds pools all groups; the default threshold is the lowest whose pooled false-positive rate is
-at most 1%. Per-source and per-category tables also show the shipped model, which has seen the shippable
-groups (so its numbers on them are not estimates of anything).
+Detection: every source group of the development set (``../shared/data/injection/dev.jsonl``), of the
+examples written for mnemo (``tests/safety/data/``) and of the pinned corpora found under ``--corpora``
+(``scripts/scan_corpora.py``; missing ones are named and skipped) is held out in turn; the classifier is
+retrained by ``scripts/train_scan.py``'s recipe on the shippable rest and scores the held-out group. Training
+texts that share 30% or more of their 8-word runs with the held-out group are left out of that fold too,
+since collections copy each other (DAN prompts circulate in several). A text counts as flagged when the
+patterns flag it or the held-out classifier's probability reaches the threshold. The sweep over thresholds
+pools all groups; the default threshold is the lowest whose pooled false-positive rate is at most 1%.
+Per-source and per-category tables also show the shipped model, which has seen the shippable groups (so
+its numbers on them are not estimates of anything).
 
 Speed: p50/p95 of scanning full 2,200-character entries and dev-set notes; the worst hostile input found;
 ``remember_many`` with scanning on against the same run with scanning off.
@@ -22,6 +26,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import re
 import statistics
 import sys
 import tempfile
@@ -35,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "scripts"))
 
+import scan_corpora  # noqa: E402
 import train_scan  # noqa: E402
 
 from _tables import print_table  # noqa: E402
@@ -142,16 +148,32 @@ class _Scored:
     """Classifier probability from the shipped model (trained on this example if its group is shippable)."""
 
 
-def _score_all(dev: list[train_scan.Example]) -> list[_Scored]:
-    """Every dev and written example, scored by patterns, its leave-one-group-out model and the shipped one."""
-    examples = dev + train_scan.load_written()
+NEAR_DUPLICATE = 0.3
+"""Share of a training text's 8-word runs found in the held-out group that keeps it out of the fold."""
+
+
+def _runs(text: str, width: int = 8) -> set[str]:
+    words = re.findall(r"\w+", text.lower())
+    return {" ".join(words[start : start + width]) for start in range(max(1, len(words) - width + 1))}
+
+
+def _score_all(examples: list[train_scan.Example]) -> list[_Scored]:
+    """Every example, scored by patterns, its leave-one-group-out model and the shipped one."""
     readings = [scan_module._readings(example.text[:SCAN_CHAR_LIMIT]) for example in examples]
+    runs = [_runs(example.text) for example in examples]
     shipped_model = load_model()
     held_out: dict[int, float] = {}
     groups = sorted({example.group for example in examples})
     print(f"leave-one-source-out: {len(groups)} folds ...", file=sys.stderr, flush=True)
     for group in groups:
-        training = [e for e in train_scan.training_set(dev) if e.group != group]
+        held_runs = set().union(*(runs[i] for i, example in enumerate(examples) if example.group == group))
+        training = [
+            example
+            for index, example in enumerate(examples)
+            if example.shippable
+            and example.group != group
+            and len(runs[index] & held_runs) < NEAR_DUPLICATE * len(runs[index])
+        ]
         weights, bias = train_scan.fit(training)
         model = Model(*train_scan.quantise(weights), bias)
         for index, example in enumerate(examples):
@@ -333,13 +355,18 @@ def speed_table(dev: list[train_scan.Example]) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Threat scan: detection on held-out sources, and speed.")
     parser.add_argument("--dev", type=Path, default=train_scan.DEFAULT_DEV_SET, help="development set (dev.jsonl)")
+    parser.add_argument("--corpora", type=Path, default=scan_corpora.DEFAULT_DIRECTORY, help="directory of clones")
     parser.add_argument("--threshold", type=float, default=DEFAULT_SCAN_THRESHOLD, help="classifier threshold")
     parser.add_argument("--skip-detection", action="store_true", help="speed only (no dev set needed)")
     args = parser.parse_args(argv)
     result: dict[str, object] = {}
     dev = train_scan.load_dev_set(args.dev) if not args.skip_detection else []
     if not args.skip_detection:
-        result["detection"] = detection_tables(_score_all(dev), args.threshold)
+        absent = scan_corpora.missing(args.corpora)
+        if absent:
+            names = ", ".join(corpus.repo for corpus in absent)
+            print(f"not measured (no clone under {args.corpora}): {names}", file=sys.stderr)
+        result["detection"] = detection_tables(_score_all(train_scan.all_examples(args.dev, args.corpora)), args.threshold)
     result["speed"] = speed_table(dev)
     header = f"{'operation':<56} {'chars':>8} {'median us':>12} {'vs base':>7}"
     print(header)

@@ -1,12 +1,15 @@
 """Train the threat scan's classifier and write ``src/mnemo/safety/scan_weights.npz``.
 
-Run: ``python scripts/train_scan.py [--dev PATH]``. The result is deterministic: same data, same bytes
-(the weights' SHA-256 is printed and pinned in ``tests/safety/test_scan_classifier.py``).
+Run: ``python scripts/train_scan.py [--dev PATH] [--corpora DIR]``. The result is deterministic: same data,
+same bytes (the weights' SHA-256 is printed and pinned in ``tests/safety/test_scan_classifier.py``).
 
-Training data is every example whose licence allows shipping weights derived from it, plus the examples
-written for mnemo in ``tests/safety/data/`` (benign agent notes and attacks of our own). Sources under
-GPL (promptmap) or a non-commercial licence (LoCoMo) are used to *measure* the scan (``bench/scan.py``),
-never to train the weights that ship.
+Training data is every example whose licence allows shipping weights derived from it: the shippable sources
+of the development set, the corpora pinned in ``scripts/scan_corpora.py`` (the rest of the collections the
+development set sampled, the documents BIPIA plants its attacks in, command notes from tldr-pages), and the
+examples written for mnemo in ``tests/safety/data/`` (benign agent notes and attacks of our own). Sources
+under GPL (promptmap), a non-commercial licence (LoCoMo) or no stated licence are used to *measure* the scan
+(``bench/scan.py``), never to train the weights that ship. A text that repeats an earlier one (ignoring
+case, punctuation and spacing) counts once, in the first source that has it.
 
 The model is an L2-regularised, class-balanced logistic regression over the hashed features of
 :func:`mnemo.safety.classifier.feature_indices`, fitted by full-batch Adam from zero weights (no
@@ -24,13 +27,17 @@ import re
 import sys
 import zipfile
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
+
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import scan_corpora  # noqa: E402
+from scan_corpora import Example  # noqa: E402
 
 from mnemo.safety.classifier import FEATURE_BITS, WEIGHTS_FILE, feature_indices  # noqa: E402
 
@@ -60,15 +67,6 @@ OWN_GROUP = "mnemo-written"
 EPOCHS = 300
 LEARNING_RATE = 0.05
 L2 = 1e-3
-
-
-@dataclass(frozen=True)
-class Example:
-    text: str
-    attack: bool
-    category: str
-    group: str
-    shippable: bool
 
 
 def group_of(source: str) -> tuple[str, bool]:
@@ -120,6 +118,23 @@ def load_written() -> list[Example]:
     return benign + attacks
 
 
+def _key(text: str) -> str:
+    return " ".join(re.findall(r"\w+", text.lower()))
+
+
+def all_examples(dev: Path = DEFAULT_DEV_SET, corpora: Path | None = scan_corpora.DEFAULT_DIRECTORY) -> list[Example]:
+    """The development set, the examples written for mnemo and the corpora found under ``corpora`` (none
+    when it is None), each text once."""
+    seen: set[str] = set()
+    unique = []
+    for example in [*load_dev_set(dev), *load_written(), *(scan_corpora.load(corpora) if corpora else [])]:
+        key = _key(example.text)
+        if key not in seen:
+            seen.add(key)
+            unique.append(example)
+    return unique
+
+
 def fit(examples: Sequence[Example], *, epochs: int = EPOCHS, l2: float = L2) -> tuple[np.ndarray, float]:
     """Float weights (one per hashed slot) and bias of a class-balanced logistic regression."""
     rows: list[np.ndarray] = []
@@ -165,9 +180,9 @@ def quantise(weights: np.ndarray) -> tuple[np.ndarray, float]:
     return np.round(weights / scale).astype(np.int16), scale
 
 
-def training_set(dev: Sequence[Example]) -> list[Example]:
-    """What the shipped weights are trained on: the shippable development sources plus our own examples."""
-    return [example for example in dev if example.shippable] + load_written()
+def training_set(examples: Sequence[Example]) -> list[Example]:
+    """What weights may be trained on: the examples whose licence allows shipping them."""
+    return [example for example in examples if example.shippable]
 
 
 def weights_bytes(weights: np.ndarray, bias: float) -> bytes:
@@ -188,9 +203,18 @@ def weights_bytes(weights: np.ndarray, bias: float) -> bytes:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dev", type=Path, default=DEFAULT_DEV_SET, help="development set (dev.jsonl)")
+    parser.add_argument("--corpora", type=Path, default=scan_corpora.DEFAULT_DIRECTORY, help="directory of clones")
+    parser.add_argument(
+        "--no-corpora", action="store_true", help="train without the pinned corpora (not the shipped recipe)"
+    )
     parser.add_argument("--out", type=Path, default=WEIGHTS_PATH, help="where to write the weights")
     args = parser.parse_args(argv)
-    examples = training_set(load_dev_set(args.dev))
+    absent = [corpus for corpus in scan_corpora.missing(args.corpora) if corpus.shippable]
+    if absent and not args.no_corpora:
+        print(f"corpora missing under {args.corpora}; clone them with:", file=sys.stderr)
+        print(scan_corpora.clone_commands(args.corpora, absent), file=sys.stderr)
+        return 2
+    examples = training_set(all_examples(args.dev, None if args.no_corpora else args.corpora))
     attacks = sum(example.attack for example in examples)
     print(f"training on {len(examples)} examples ({attacks} attacks, {len(examples) - attacks} benign)")
     weights, bias = fit(examples)

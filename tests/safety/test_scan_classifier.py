@@ -24,7 +24,7 @@ from mnemo.safety.scan import CATEGORIES, CLASSIFIER_RULE, DEFAULT_SCAN_THRESHOL
 DATA = Path(__file__).parent / "data"
 # Pinned so a retrained or corrupted model never ships by accident: retrain with scripts/train_scan.py,
 # rerun bench/scan.py, update the README's numbers, then this hash.
-WEIGHTS_SHA256 = "3fcff630c18cb57adca9d45d7c072be2125497555b2f5e9bde4205393e5a011e"
+WEIGHTS_SHA256 = "699db8ebf00f51ee3f6bd7c03367624365d1cd029ed4882a371cb44b264b8850"
 
 
 def _paragraphs(name: str) -> list[str]:
@@ -144,10 +144,12 @@ def test_written_agent_note_scans_clean(note: str) -> None:
 def test_classifier_ranks_written_attacks_above_written_notes() -> None:
     # The shipped model was trained on these, so this guards the training recipe, not generalisation (that
     # estimate is bench/scan.py's leave-one-source-out); the threshold sits where held-out notes stay quiet.
+    # Our examples are about a tenth of the training set since the pinned corpora joined it, so the fit to
+    # them is looser than when they were a third (0.97 of pairs ranked right, against 0.99 then).
     attacks = np.array([injection_probability(text) for text in WRITTEN_ATTACKS])
     notes = np.array([injection_probability(text) for text in WRITTEN_BENIGN])
     ranked_above = (attacks[:, None] > notes[None, :]).mean()
-    assert ranked_above >= 0.99
+    assert ranked_above >= 0.95
 
 
 def test_written_data_is_large_enough_to_mean_something() -> None:

@@ -77,7 +77,7 @@ this (curated entries live in stores of 2,200 and 1,375 characters), so in pract
 scanned; a caller that accepts longer text must bound its size itself before it reaches a prompt.
 """
 
-DEFAULT_SCAN_THRESHOLD = 0.84
+DEFAULT_SCAN_THRESHOLD = 0.83
 """The classifier flags a text when its injection probability is at least this (chosen in ``bench/scan.py``
 on held-out sources; see the README). 1.0 turns the classifier off; the patterns always run."""
 
