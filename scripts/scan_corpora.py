@@ -176,10 +176,12 @@ def _clone_of(directory: Path, corpus: Corpus) -> Path | None:
         directory / owner / name,
         directory / name,
     ):
+        if not candidate.is_dir():
+            continue
         found = subprocess.run(
             ["git", "-C", str(candidate), "cat-file", "-e", f"{corpus.commit}^{{commit}}"], capture_output=True
         )
-        if candidate.is_dir() and found.returncode == 0:
+        if found.returncode == 0:
             return candidate
     return None
 
