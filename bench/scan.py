@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import re
 import statistics
 import sys
 import tempfile
@@ -153,7 +152,7 @@ NEAR_DUPLICATE = 0.3
 
 
 def _runs(text: str, width: int = 8) -> set[str]:
-    words = re.findall(r"\w+", text.lower())
+    words = train_scan.words(text)
     return {" ".join(words[start : start + width]) for start in range(max(1, len(words) - width + 1))}
 
 

@@ -33,7 +33,6 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
-
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import scan_corpora  # noqa: E402
@@ -118,8 +117,9 @@ def load_written() -> list[Example]:
     return benign + attacks
 
 
-def _key(text: str) -> str:
-    return " ".join(re.findall(r"\w+", text.lower()))
+def words(text: str) -> list[str]:
+    """The lower-cased words of ``text``, for telling repeated texts apart."""
+    return re.findall(r"\w+", text.lower())
 
 
 def all_examples(dev: Path = DEFAULT_DEV_SET, corpora: Path | None = scan_corpora.DEFAULT_DIRECTORY) -> list[Example]:
@@ -128,7 +128,7 @@ def all_examples(dev: Path = DEFAULT_DEV_SET, corpora: Path | None = scan_corpor
     seen: set[str] = set()
     unique = []
     for example in [*load_dev_set(dev), *load_written(), *(scan_corpora.load(corpora) if corpora else [])]:
-        key = _key(example.text)
+        key = " ".join(words(example.text))
         if key not in seen:
             seen.add(key)
             unique.append(example)
