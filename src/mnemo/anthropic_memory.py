@@ -34,9 +34,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ._files import atomic_write, fsync_directory
 from .curated.entries import ENTRY_DELIMITER, joined_length, parse_entries
 from .curated.errors import MemoryOpError
-from .curated.files import atomic_write, fsync_directory
 from .curated.ops import Add, MemoryOp, Remove, Replace, usage_text
 from .curated.storage import FILENAMES
 from .curated.store import MemoryStore

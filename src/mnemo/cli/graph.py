@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .._files import atomic_write
 from .._time import iso
 from ..archive import open_archive
-from ..curated.files import atomic_write
 from ..embeddings import named_embedder
 from ..errors import InvalidArgument
 from ..graph.backfill import archived_sessions, backfill, pending_messages

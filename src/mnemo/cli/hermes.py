@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..curated.files import atomic_write
+from .._files import atomic_write
 from ._output import CliError, lines, print_json
 
 PLUGIN_NAME = "mnemo"

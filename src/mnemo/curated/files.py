@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import fcntl
 import os
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-_TEMP_SUFFIX = ".tmp"
+from .._files import atomic_write, temp_files
 
 
 class UnreadableFile(Exception):
@@ -104,35 +103,7 @@ class MemoryFile:
 
     def _remove_orphaned_temps(self, target: Path) -> None:
         # Under the lock no other writer is mid-write, so any temp file left here is from a crash.
-        for orphan in target.parent.glob(f".{target.name}.*{_TEMP_SUFFIX}"):
+        for orphan in temp_files(target):
             orphan.unlink(missing_ok=True)
 
 
-def atomic_write(target: Path, data: bytes) -> None:
-    """Replace ``target`` with ``data`` so a reader sees the old file or the new one, never a mix: temp
-    file in the same directory, fsync, rename, fsync of the directory. A new file is private (0600)."""
-    try:
-        mode = os.stat(target).st_mode & 0o7777
-    except FileNotFoundError:
-        mode = 0o600
-    fd, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=_TEMP_SUFFIX, dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fchmod(handle.fileno(), mode)
-            os.fsync(handle.fileno())
-        os.replace(temp_name, target)
-    except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
-        raise
-    fsync_directory(target.parent)
-
-
-def fsync_directory(directory: Path) -> None:
-    """Flush ``directory``'s entries to disk: a rename is only durable once the entry itself is."""
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

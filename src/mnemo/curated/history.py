@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._files import fsync_directory
 from .._time import iso
-from .files import MemoryFile, fsync_directory
+from .files import MemoryFile
 
 HISTORY_FILENAME = ".mnemo-history.jsonl"
 

@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from .._files import fsync_directory
 from ..errors import MnemoError
 
 log = logging.getLogger("mnemo.vectors")
@@ -189,14 +190,6 @@ def locked(path: Path, wait: float) -> Iterator[None]:
         os.close(fd)  # releases the lock
 
 
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def write_file(path: Path, key: str, dim: int, rows: np.ndarray, cursor: int) -> None:
     """Create or replace ``path`` whole, atomically and durably (call with the lock held)."""
     if len(key.encode("utf-8")) > MAX_KEY_BYTES:
@@ -213,7 +206,7 @@ def write_file(path: Path, key: str, dim: int, rows: np.ndarray, cursor: int) ->
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
-    _fsync_dir(path.parent)
+    fsync_directory(path.parent)
 
 
 def append_rows(path: Path, key: str, dim: int, rows: np.ndarray, cursor: int, *, known_cursor: int) -> Header:
