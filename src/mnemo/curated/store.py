@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._db import DatabaseError
 from ..errors import InvalidArgument, check_text, excerpt
-from ..safety.scan import scan
+from ..safety.scan import check_threshold, scan
 from .entries import (
     ENTRY_DELIMITER,
     dedupe,
@@ -96,7 +96,7 @@ class MemoryStore:
         self._lock = threading.RLock()
         self._counted_failures = 0
         self._scan_threshold = scan_threshold
-        scan("", threshold=scan_threshold)  # a bad threshold is refused here, not at the first write
+        check_threshold(scan_threshold)  # a bad threshold is refused here, not at the first write
 
     @classmethod
     def from_settings(cls, settings: Settings) -> MemoryStore:

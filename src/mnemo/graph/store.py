@@ -36,7 +36,7 @@ from .._time import to_timestamp
 from ..embeddings.queries import PrefetchedEmbedder, QueryVectors, background
 from ..errors import InvalidArgument, check_text, excerpt
 from ..retrieval.names import name_key
-from ..safety.scan import scan
+from ..safety.scan import check_threshold, scan
 from . import recall as _recall
 from .engine import open_engine
 from .errors import BlockedContent, ImportConflict, MemoryNotFound
@@ -130,7 +130,7 @@ class MemoryGraph:
         clock: Callable[[], float] = time.time,
         scan_threshold: float | None = None,
     ) -> None:
-        scan("", threshold=scan_threshold)  # a bad threshold is refused before the database is opened
+        check_threshold(scan_threshold)  # a bad threshold is refused before the database is opened
         self._engine = open_engine(database)
         self._conn = self._engine.conn
         self._owns_connection = True

@@ -15,9 +15,10 @@ attributes. The grammar is shared with the streaming scrubber so both agree on w
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 from .fold import INVISIBLE, OPEN_REFERENCE, end_of_slot, fold
 
@@ -106,26 +107,47 @@ _BEGINNING = (
     f"(?!{_TAG}|{_NOTE}|{_BARE_END})(?:{_opener(False)}{_prefix_of(_name_tokens(False))}"
     f"|{_note_tokens()[0]}{_prefix_of(_note_tokens()[1:])}|{_OPEN_REFERENCE})"
 )
-_SANITIZE = re.compile(
-    f"(?=[<\\[&{OPEN_REFERENCE}]|.{OPEN_REFERENCE})"
-    f"(?:(?P<cut>(?>(?:{_BEGINNING})*+(?:{_TAG}|{_NOTE}|{_BARE_END}))++)|(?:{_BEGINNING})++)",
-    re.DOTALL,
-)
-# Without a whole tag or note there is nothing to cut: found by a much cheaper scan.
-_ANCHOR = re.compile(f"(?=[<\\[])(?:{_TAG}|{_NOTE}|{_BARE_END})")
 
-# Streaming scrubbing: complete tags, and at the very end of the text a tag left open after its name
-# (``named``) or before it (``partial``). Neither holds a ``<`` after its first character, so an open
-# tag can only start at the last ``<``.
-STREAM_TAG = re.compile(f"{_tag_name(True)}{_ATTRIBUTES}>")
-"""A complete fence tag, in the grammar the scrubber applies to the folded view."""
-STREAM_OPEN_END = re.compile(
-    f"(?P<named>{_tag_name(True)}{_ATTRIBUTES})|(?P<partial>{_opener(True)}{_prefix_of(_name_tokens(True))})"
-)
-"""What may still become a tag if the text goes on (use with ``fullmatch`` from the last ``<``)."""
 
-CLOSING_TAG = re.compile(f"<[ {INVISIBLE}]*+/")
-"""Matches (at a tag's start) when the tag closes a block."""
+# The grammar above takes a process ~30 ms to compile, which one that never fences text (a CLI search, a
+# worker that only writes) should not pay: compiled on first use.
+@functools.cache
+def _sanitizer() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """The sanitiser's one-pass pattern, and the much cheaper scan for a whole tag or note without which
+    there is nothing to cut."""
+    return (
+        re.compile(
+            f"(?=[<\\[&{OPEN_REFERENCE}]|.{OPEN_REFERENCE})"
+            f"(?:(?P<cut>(?>(?:{_BEGINNING})*+(?:{_TAG}|{_NOTE}|{_BARE_END}))++)|(?:{_BEGINNING})++)",
+            re.DOTALL,
+        ),
+        re.compile(f"(?=[<\\[])(?:{_TAG}|{_NOTE}|{_BARE_END})"),
+    )
+
+
+class StreamPatterns(NamedTuple):
+    """What streaming scrubbing matches on the folded view: complete tags, and at the very end of the text
+    a tag left open after its name (``named``) or before it (``partial``). Neither holds a ``<`` after its
+    first character, so an open tag can only start at the last ``<``."""
+
+    tag: re.Pattern[str]
+    """A complete fence tag, in the grammar the scrubber applies to the folded view."""
+    open_end: re.Pattern[str]
+    """What may still become a tag if the text goes on (use with ``fullmatch`` from the last ``<``)."""
+    closing: re.Pattern[str]
+    """Matches (at a tag's start) when the tag closes a block."""
+
+
+@functools.cache
+def stream_patterns() -> StreamPatterns:
+    """The :class:`StreamPatterns`, compiled on first use."""
+    return StreamPatterns(
+        re.compile(f"{_tag_name(True)}{_ATTRIBUTES}>"),
+        re.compile(
+            f"(?P<named>{_tag_name(True)}{_ATTRIBUTES})|(?P<partial>{_opener(True)}{_prefix_of(_name_tokens(True))})"
+        ),
+        re.compile(f"<[ {INVISIBLE}]*+/"),
+    )
 
 
 # --- sanitising provider text ---------------------------------------------------------------------
@@ -143,11 +165,12 @@ def sanitize_context(text: str) -> str:
     if "<" not in text and "[" not in text and "&" not in text and text.isascii():
         return text
     folded = fold(text)
-    if _ANCHOR.search(folded) is None:
+    sanitize, anchor = _sanitizer()
+    if anchor.search(folded) is None:
         return text
     pieces: list[str] = []
     kept = 0
-    for match in _SANITIZE.finditer(folded):
+    for match in sanitize.finditer(folded):
         start, end = match.span("cut")
         if start < 0:
             continue

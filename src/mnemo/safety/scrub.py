@@ -8,7 +8,7 @@ turn out to be the start of a fence tag, so everything else reaches the user at 
 
 from __future__ import annotations
 
-from .fence import CLOSING_TAG, STREAM_OPEN_END, STREAM_TAG
+from .fence import stream_patterns
 from .fold import end_of_slot, fold, unfinished_reference
 
 __all__ = ["ContextScrubber", "scrub_memory_context"]
@@ -31,16 +31,17 @@ def _scrub(text: str, inside: bool, final: bool) -> tuple[str, str, bool]:
         if reference >= 0:
             decided = reference
     folded = fold(text[:decided])
+    patterns = stream_patterns()
     output: list[str] = []
     kept_from = 0
-    for match in STREAM_TAG.finditer(folded):
+    for match in patterns.tag.finditer(folded):
         if not inside:
             output.append(text[kept_from : match.start()])
-        inside = CLOSING_TAG.match(folded, match.start()) is None
+        inside = patterns.closing.match(folded, match.start()) is None
         kept_from = end_of_slot(text, match.end() - 1)
     held = decided
     last_opener = folded.rfind("<", kept_from)
-    open_end = None if last_opener < 0 else STREAM_OPEN_END.fullmatch(folded, last_opener)
+    open_end = None if last_opener < 0 else patterns.open_end.fullmatch(folded, last_opener)
     # The text ends inside what may still become a tag: held back for the next chunk, or, at the end of
     # the stream, dropped if it is a named but unfinished tag (``<memory-context cla``) and kept if not.
     if open_end is not None and not (final and open_end.lastgroup == "partial"):
