@@ -2,9 +2,23 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_cache_directory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Derived model files go to a directory of this test session's, never to the user's ~/.cache (and
+    processes the tests start inherit it)."""
+    before = os.environ.get("MNEMO_CACHE_DIR")
+    os.environ["MNEMO_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache"))
+    yield
+    if before is None:
+        del os.environ["MNEMO_CACHE_DIR"]
+    else:
+        os.environ["MNEMO_CACHE_DIR"] = before
 
 
 @pytest.fixture(scope="session")

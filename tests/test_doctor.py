@@ -7,6 +7,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import pytest
 
 from mnemo import ENTRY_DELIMITER, AgentMemory, doctor
 from mnemo.doctor import Finding, Severity, diagnose
+from mnemo.embeddings import MiniLMEmbedder
 from support import damage
 from support.damage import DAMAGE, database_of, remount_read_only
 
@@ -45,14 +47,27 @@ def checks_failing(home: Path, **settings) -> dict[str, list[Finding]]:
 
 
 def files_of(home: Path) -> dict[str, bytes]:
-    return {str(p): p.read_bytes() for p in sorted(home.rglob("*")) if p.is_file() and not p.name.endswith((".lock", "-shm"))}
+    return {
+        str(p): p.read_bytes()
+        for p in sorted(home.rglob("*"))
+        if p.is_file() and not p.name.endswith((".lock", "-shm"))
+    }
 
 
 def test_a_healthy_home_has_no_findings(home: Path) -> None:
     report = diagnose(home, **QUIET)
     assert report.findings == ()
     assert report.ok
-    assert {"config", "home", "disk.space", "curated.files", "database.file", "database.integrity", "database.schema", "embeddings.pending"} <= set(report.checks)
+    assert {
+        "config",
+        "home",
+        "disk.space",
+        "curated.files",
+        "database.file",
+        "database.integrity",
+        "database.schema",
+        "embeddings.pending",
+    } <= set(report.checks)
 
 
 def test_diagnosing_writes_nothing(home: Path) -> None:
@@ -142,6 +157,34 @@ def test_pending_embeddings_are_a_warning(home: Path) -> None:
     assert "graph memories have no" in finding.problem
 
 
+def test_damaged_cached_model_weights_are_a_warning_naming_the_file(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MNEMO_CACHE_DIR", str(tmp_path / "cache"))
+    MiniLMEmbedder().embed(["writes the cache"])
+    for thread in threading.enumerate():
+        if thread.name == "mnemo-weights-cache":
+            thread.join()
+    assert "embeddings.weights" not in checks_failing(home, graph_embedder="minilm")
+    (cached,) = (tmp_path / "cache").glob("*.safetensors")
+    raw = bytearray(cached.read_bytes())
+    raw[-100] ^= 0xFF
+    cached.write_bytes(bytes(raw))
+    [finding] = checks_failing(home, graph_embedder="minilm")["embeddings.weights"]
+    assert finding.severity is Severity.WARNING and "damaged" in finding.problem and finding.path == str(cached)
+
+
+def test_a_cache_directory_that_cannot_be_written_is_a_warning(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a directory")
+    monkeypatch.setenv("MNEMO_CACHE_DIR", str(blocked / "cache"))
+    [finding] = checks_failing(home, graph_embedder="minilm")["embeddings.weights"]
+    assert "cannot be written" in finding.problem
+    assert "embeddings.weights" not in checks_failing(home)  # no local model configured: nothing to cache
+
+
 def test_a_read_only_home_and_a_full_disk_are_errors(small_file_system: Path) -> None:
     home = small_file_system / "home"
     with AgentMemory.open("first", home=home, **QUIET):
@@ -167,7 +210,9 @@ def test_a_registered_check_runs_after_the_built_in_ones(home: Path, own_checks:
 
     report = diagnose(home, **QUIET)
     assert report.checks[-1] == "scopes.example"
-    assert [(f.check, f.problem) for f in report.findings] == [("scopes.example", f"looked at {database_of(home).name}")]
+    assert [(f.check, f.problem) for f in report.findings] == [
+        ("scopes.example", f"looked at {database_of(home).name}")
+    ]
 
 
 def test_a_check_that_raises_becomes_an_error_and_the_rest_still_run(home: Path, own_checks: None) -> None:

@@ -34,7 +34,7 @@ from .config import CONFIG_FILENAME, Settings, load_settings, resolve_home
 from .curated.entries import joined_length, parse_entries, survives_round_trip
 from .curated.files import UnreadableFile, decode
 from .curated.store import TARGETS, MemoryStore
-from .embeddings import named_embedder
+from .embeddings import MiniLMEmbedder, named_embedder
 from .errors import ConfigError
 from .graph import schema as graph_schema
 from .safety import scan
@@ -474,6 +474,21 @@ _EMBEDDED = (
         "nothing to do: each finished turn and search embeds a batch",
     ),
 )
+
+
+@check("embeddings.weights")
+def _weights_cache(checkup: Checkup) -> Iterator[Finding]:
+    if "minilm" not in {checkup.settings.graph_embedder, checkup.settings.archive_embedder}:
+        return
+    found = MiniLMEmbedder().weights_cache_problem()
+    if found is not None:
+        path, problem = found
+        yield checkup.warning(
+            f"the model's cached float32 weights {problem}; new processes convert them instead (~35 ms each)",
+            "nothing to do if the file is damaged (the next query rewrites it); otherwise point MNEMO_CACHE_DIR "
+            "at a writable directory",
+            path,
+        )
 
 
 @check("embeddings.pending")

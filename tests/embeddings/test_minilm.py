@@ -6,6 +6,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -203,12 +204,13 @@ def test_both_runtimes_give_the_same_vectors(texts: list[str], monkeypatch: pyte
 
 
 def test_a_model_the_numpy_reader_cannot_read_is_embedded_by_onnxruntime(
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, tmp_path: Path
 ) -> None:
     def unreadable(path):
         raise ConfigError(f"{path} is not an ONNX model this reader understands")
 
-    monkeypatch.setattr("mnemo.embeddings.minilm.read_onnx", unreadable)
+    monkeypatch.setenv("MNEMO_CACHE_DIR", str(tmp_path))  # no cached weights to fall back on
+    monkeypatch.setattr("mnemo.embeddings.weights_cache.read_onnx", unreadable)
     model = MiniLMEmbedder()
     with caplog.at_level("WARNING", logger="mnemo.embeddings"):
         vectors = model.embed(["still embedded"])

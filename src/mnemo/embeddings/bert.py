@@ -20,7 +20,7 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -153,6 +153,48 @@ class BertEncoder:
             epsilon=epsilon,
             heads=heads,
         )
+
+    def state(self) -> dict[str, np.ndarray]:
+        """Every array the forward pass uses, by name (``layers.0.qkv``, ``words.rows``, ...): what
+        :meth:`from_state` takes back, with the epsilon as a 0-d array. The arrays are the encoder's own,
+        not copies."""
+        state: dict[str, np.ndarray] = {"epsilon": np.asarray(self._epsilon, dtype=np.float32)}
+        for name, (rows, scales) in (("words", self._words), ("positions", self._positions)):
+            state[f"{name}.rows"] = rows
+            if scales is not None:
+                state[f"{name}.scales"] = scales
+        state["token_types"] = self._token_types
+        state["embedding_norm.weight"], state["embedding_norm.bias"] = self._embedding_norm
+        for index, layer in enumerate(self._layers):
+            for part in fields(_Layer):
+                value = getattr(layer, part.name)
+                if isinstance(value, tuple):
+                    state[f"layers.{index}.{part.name}.weight"], state[f"layers.{index}.{part.name}.bias"] = value
+                else:
+                    state[f"layers.{index}.{part.name}"] = value
+        return state
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, np.ndarray], *, heads: int) -> BertEncoder:
+        """The encoder whose :meth:`state` ``state`` is, using its arrays as they are (memory-mapped ones
+        stay mapped); :class:`~mnemo.errors.ConfigError` when arrays are missing."""
+        def part(name: str) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+            return state[name] if name in state else (state[name + ".weight"], state[name + ".bias"])
+
+        try:
+            count = len({name.split(".")[1] for name in state if name.startswith("layers.")})
+            layers = [_Layer(**{f.name: part(f"layers.{i}.{f.name}") for f in fields(_Layer)}) for i in range(count)]
+            return cls(
+                layers,
+                words=(state["words.rows"], state.get("words.scales")),
+                positions=(state["positions.rows"], state.get("positions.scales")),
+                token_types=state["token_types"],
+                embedding_norm=(state["embedding_norm.weight"], state["embedding_norm.bias"]),
+                epsilon=float(state["epsilon"]),
+                heads=heads,
+            )
+        except (KeyError, TypeError, IndexError) as exc:
+            raise ConfigError(f"not the state of a BERT encoder ({type(exc).__name__}: {exc})") from None
 
     def __call__(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
         """The last hidden state, ``(batch, tokens, hidden)`` float32, for token ids and their mask (1 for a

