@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from typing import Any
 
@@ -325,3 +326,18 @@ def test_a_tool_edit_is_recorded_with_its_session_and_tool_call_id(tmp_path):
         memory.handle_tool_call("memory", {"action": "add", "target": "memory", "content": "uses uv"}, tool_call_id="call-7")
         [record] = memory.store.history.records()
     assert record.origin == {"via": "tool", "tool_call_id": "call-7", "session_id": "session-h"}
+
+
+def test_the_local_model_caches_its_weights_inside_the_home(tmp_path, monkeypatch):
+    monkeypatch.delenv("MNEMO_CACHE_DIR")
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))  # where a bare embedder would cache: ~/.cache/mnemo
+    home = tmp_path / "home"
+    with AgentMemory.open("s1", home=home) as memory:
+        memory.handle_tool_call("remember", {"content": "The user keeps bees."})
+        memory.handle_tool_call("recall", {"query": "bees"})
+    for thread in threading.enumerate():
+        if thread.name == "mnemo-weights-cache":
+            thread.join()
+    assert list((home / "cache").glob("*.safetensors"))
+    assert not (tmp_path / ".cache").exists()

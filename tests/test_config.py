@@ -26,6 +26,12 @@ def test_defaults_apply_without_a_config_file(tmp_path):
     assert settings.database_path == tmp_path / "mnemo.db"
 
 
+def test_derived_model_files_stay_in_the_home_unless_a_cache_dir_is_set(tmp_path):
+    assert load_settings(tmp_path, environ={}).cache_directory == tmp_path / "cache"
+    elsewhere = tmp_path / "shared-cache"
+    assert load_settings(tmp_path, environ={"MNEMO_CACHE_DIR": str(elsewhere)}).cache_directory == elsewhere
+
+
 def test_config_file_tables_prefix_their_keys(tmp_path):
     (tmp_path / "config.toml").write_text('memory_char_limit = 3000\n[llm]\nmodel = "local-model"\n')
     settings = load_settings(tmp_path, environ={})

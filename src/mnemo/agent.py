@@ -137,7 +137,8 @@ class AgentMemory(TypedMemoryAPI):
 
     def _builtin_providers(self) -> list[MemoryProvider]:
         # One model per name, shared by the archive and the graph: it is loaded once, on first use.
-        models = {name: named_embedder(name) for name in {self.settings.archive_embedder, self.settings.graph_embedder}}
+        cache = self.settings.cache_directory
+        models = {name: named_embedder(name, cache_dir=cache) for name in {self.settings.archive_embedder, self.settings.graph_embedder}}
         builtin: list[MemoryProvider] = []
         if self.settings.archive_enabled:
             builtin.append(

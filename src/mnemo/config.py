@@ -112,6 +112,9 @@ class Settings(BaseModel):
     # The archive defaults to none: every message would need a vector, held in memory to search.
     graph_embedder: Literal["minilm", "none"] = "minilm"
     archive_embedder: Literal["minilm", "none"] = "none"
+    # Files derived from installed packages rather than from memories (the local model's float32 weights):
+    # HOME/cache when unset. Deleting the directory is always safe.
+    cache_dir: Path | None = None
     # Start even when mnemo's database cannot be opened, without the archive and graph (see mnemo.degraded).
     allow_degraded: bool = False
     # How the graph turns messages discarded by compression into memories: "rules" (deterministic, no
@@ -180,6 +183,12 @@ class Settings(BaseModel):
         if value is not None and not value.startswith(("postgresql://", "postgres://")):
             raise ValueError("must be a postgresql:// URL (leave it unset for the SQLite database in the home)")
         return value or None
+
+    @property
+    def cache_directory(self) -> Path:
+        """Where derived model files go: ``cache_dir`` when set, else ``HOME/cache``, so a home holds
+        everything mnemo writes for it."""
+        return self.cache_dir if self.cache_dir is not None else self.home / "cache"
 
     @property
     def database_target(self) -> str | Path:

@@ -480,7 +480,7 @@ _EMBEDDED = (
 def _weights_cache(checkup: Checkup) -> Iterator[Finding]:
     if "minilm" not in {checkup.settings.graph_embedder, checkup.settings.archive_embedder}:
         return
-    found = MiniLMEmbedder().weights_cache_problem()
+    found = MiniLMEmbedder(cache_dir=checkup.settings.cache_directory).weights_cache_problem()
     if found is not None:
         path, problem = found
         yield checkup.warning(

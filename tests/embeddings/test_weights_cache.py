@@ -33,14 +33,12 @@ def expected() -> np.ndarray:
 
 
 @pytest.fixture
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    directory = tmp_path / "cache"
-    monkeypatch.setenv("MNEMO_CACHE_DIR", str(directory))
-    return directory
+def cache(tmp_path: Path) -> Path:
+    return tmp_path / "cache"
 
 
-def _load(model: Path = MODEL) -> BertEncoder:
-    encoder = load_encoder(model, name=NAME, heads=12)
+def _load(cache: Path, model: Path = MODEL) -> BertEncoder:
+    encoder = load_encoder(model, cache, name=NAME, heads=12)
     for thread in threading.enumerate():
         if thread.name == "mnemo-weights-cache":
             thread.join()
@@ -55,16 +53,16 @@ def _model_unread(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_the_first_load_builds_from_the_model_and_writes_the_cache(cache: Path, expected: np.ndarray) -> None:
-    assert np.array_equal(_load()(IDS, MASK), expected)
-    assert cache_path(MODEL, NAME).is_file()
+    assert np.array_equal(_load(cache)(IDS, MASK), expected)
+    assert cache_path(MODEL, cache, NAME).is_file()
 
 
 def test_a_later_load_maps_the_cache_instead_of_reading_the_model(
     cache: Path, expected: np.ndarray, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _load()
+    _load(cache)
     _model_unread(monkeypatch)
-    assert np.array_equal(_load()(IDS, MASK), expected)
+    assert np.array_equal(_load(cache)(IDS, MASK), expected)
 
 
 def _truncate(path: Path) -> None:
@@ -96,33 +94,32 @@ def _other_layout(path: Path) -> None:
 def test_a_damaged_cache_is_never_used_and_is_repaired(
     cache: Path, expected: np.ndarray, damage, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    _load()
-    damage(cache_path(MODEL, NAME))
+    _load(cache)
+    damage(cache_path(MODEL, cache, NAME))
     with caplog.at_level("WARNING", logger="mnemo.embeddings"):
-        assert np.array_equal(_load()(IDS, MASK), expected)
+        assert np.array_equal(_load(cache)(IDS, MASK), expected)
     assert "rebuilding them" in caplog.text
     _model_unread(monkeypatch)
-    assert np.array_equal(_load()(IDS, MASK), expected)
+    assert np.array_equal(_load(cache)(IDS, MASK), expected)
 
 
 def test_a_changed_model_file_gets_a_cache_file_of_its_own(cache: Path, tmp_path: Path) -> None:
     model = tmp_path / "model.onnx"
     shutil.copyfile(MODEL, model)
-    before = cache_path(model, NAME)
+    before = cache_path(model, cache, NAME)
     os.utime(model, ns=(time.time_ns(), model.stat().st_mtime_ns + 1_000_000_000))
-    assert cache_path(model, NAME) != before
+    assert cache_path(model, cache, NAME) != before
 
 
-def test_an_unwritable_cache_directory_costs_only_the_conversion(
-    tmp_path: Path, expected: np.ndarray, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_an_unwritable_cache_directory_costs_only_the_conversion(tmp_path: Path, expected: np.ndarray) -> None:
     blocked = tmp_path / "a-file"
     blocked.write_text("not a directory")
-    monkeypatch.setenv("MNEMO_CACHE_DIR", str(blocked / "cache"))
-    assert np.array_equal(_load()(IDS, MASK), expected)
+    assert np.array_equal(_load(blocked / "cache")(IDS, MASK), expected)
 
 
-def test_the_directory_is_mnemo_cache_dir_then_xdg_cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_embedder_outside_any_home_caches_in_mnemo_cache_dir_then_xdg_cache_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("MNEMO_CACHE_DIR", str(tmp_path / "mine"))
     assert cache_directory() == tmp_path / "mine"
     monkeypatch.delenv("MNEMO_CACHE_DIR")
@@ -134,7 +131,7 @@ _BUILD = f"""
 import sys
 from pathlib import Path
 from mnemo.embeddings.weights_cache import load_encoder
-load_encoder(Path({str(MODEL)!r}), name={NAME!r}, heads=12)
+load_encoder(Path({str(MODEL)!r}), Path(sys.argv[1]), name={NAME!r}, heads=12)
 """
 
 _KILLED_WHILE_WRITING = (
@@ -155,24 +152,26 @@ os.fsync = stall
 def test_a_writer_killed_mid_write_leaves_no_cache_and_its_temp_file_is_cleared_later(
     cache: Path, expected: np.ndarray
 ) -> None:
-    writer = subprocess.Popen([sys.executable, "-c", _KILLED_WHILE_WRITING], stdout=subprocess.PIPE, text=True)
+    writer = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_WHILE_WRITING, str(cache)], stdout=subprocess.PIPE, text=True
+    )
     assert writer.stdout is not None and writer.stdout.readline().strip() == "writing"
     writer.send_signal(signal.SIGKILL)
     writer.wait()
-    target = cache_path(MODEL, NAME)
+    target = cache_path(MODEL, cache, NAME)
     (orphan,) = cache.glob(".*.tmp")
     assert not target.exists()
     a_day_ago = time.time() - 86400
     os.utime(orphan, (a_day_ago, a_day_ago))
-    assert np.array_equal(_load()(IDS, MASK), expected)
+    assert np.array_equal(_load(cache)(IDS, MASK), expected)
     assert target.is_file() and not orphan.exists()
 
 
 def test_two_processes_building_at_once_leave_one_sound_file(
     cache: Path, expected: np.ndarray, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    builders = [subprocess.Popen([sys.executable, "-c", _BUILD]) for _ in range(2)]
+    builders = [subprocess.Popen([sys.executable, "-c", _BUILD, str(cache)]) for _ in range(2)]
     assert [builder.wait(timeout=120) for builder in builders] == [0, 0]
     _model_unread(monkeypatch)
-    assert np.array_equal(_load()(IDS, MASK), expected)
+    assert np.array_equal(_load(cache)(IDS, MASK), expected)
     assert list(cache.glob(".*.tmp")) == []

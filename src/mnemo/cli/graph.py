@@ -29,7 +29,7 @@ def _graph(args: argparse.Namespace) -> MemoryGraph:
     return MemoryGraph(
         settings.database_target,
         scope=settings.scope,
-        embedder=named_embedder(settings.graph_embedder),
+        embedder=named_embedder(settings.graph_embedder, cache_dir=settings.cache_directory),
         scan_threshold=settings.scan_threshold,
     )
 
@@ -348,7 +348,7 @@ def _embed_graph(args: argparse.Namespace) -> dict[str, Any]:
 
 def _embed_archive(args: argparse.Namespace) -> dict[str, Any]:
     settings = settings_for(args)
-    embedder = named_embedder(settings.archive_embedder)
+    embedder = named_embedder(settings.archive_embedder, cache_dir=settings.cache_directory)
     if embedder is None:
         return {"embedder": None, "embedded": 0, "pending": None}
     with open_archive(settings.database_target, embedder=embedder) as archive:

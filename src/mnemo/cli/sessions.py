@@ -18,7 +18,7 @@ from ._settings import settings_for
 
 def _archive(args: argparse.Namespace) -> Archive:
     settings = settings_for(args)
-    return open_archive(settings.database_target, embedder=named_embedder(settings.archive_embedder), scope=settings.scope)
+    return open_archive(settings.database_target, embedder=named_embedder(settings.archive_embedder, cache_dir=settings.cache_directory), scope=settings.scope)
 
 
 def _short(text: str, width: int = 100) -> str:

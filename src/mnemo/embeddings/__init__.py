@@ -4,6 +4,8 @@
 exact :class:`VectorIndex` the stores feed with the vectors they persist.
 """
 
+from pathlib import Path
+
 from mnemo.embeddings.index import BruteForceIndex, VectorIndex
 from mnemo.embeddings.minilm import MiniLMEmbedder
 from mnemo.embeddings.protocol import Embedder
@@ -12,10 +14,11 @@ from mnemo.errors import InvalidArgument
 EMBEDDER_NAMES = ("minilm", "none")
 
 
-def named_embedder(name: str) -> Embedder | None:
-    """The embedder a setting names: ``"minilm"`` (local, loaded on first use) or ``"none"``."""
+def named_embedder(name: str, *, cache_dir: str | Path | None = None) -> Embedder | None:
+    """The embedder a setting names: ``"minilm"`` (local, loaded on first use, its derived weights cached in
+    ``cache_dir``; see :class:`MiniLMEmbedder`) or ``"none"``."""
     if name == "minilm":
-        return MiniLMEmbedder()
+        return MiniLMEmbedder(cache_dir=cache_dir)
     if name == "none":
         return None
     raise InvalidArgument("embedder", f"must be one of {', '.join(EMBEDDER_NAMES)}, got {name!r}")

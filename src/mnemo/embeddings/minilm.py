@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from mnemo.embeddings.bert import BertEncoder
-from mnemo.embeddings.weights_cache import cache_problem, load_encoder
+from mnemo.embeddings.weights_cache import cache_directory, cache_problem, load_encoder
 from mnemo.embeddings.wordpiece import WordPieceTokenizer
 from mnemo.errors import ConfigError, InvalidArgument
 
@@ -59,13 +59,19 @@ class MiniLMEmbedder:
     name: str = MODEL_NAME
     dim: int = DIMENSION
 
-    def __init__(self, *, batch_size: int = BATCH_SIZE, threads: int | None = None) -> None:
-        """``threads`` caps onnxruntime's intra-op threads (default: the CPU count, at most 2)."""
+    def __init__(
+        self, *, batch_size: int = BATCH_SIZE, threads: int | None = None, cache_dir: str | Path | None = None
+    ) -> None:
+        """``threads`` caps onnxruntime's intra-op threads (default: the CPU count, at most 2). ``cache_dir``
+        holds the NumPy encoder's float32 weights once converted (default: ``MNEMO_CACHE_DIR``, else the
+        platform's user cache; a home's settings pass ``HOME/cache``); see
+        :mod:`mnemo.embeddings.weights_cache`."""
         if batch_size < 1:
             raise InvalidArgument("batch_size", "must be at least 1")
         if threads is not None and threads < 1:
             raise InvalidArgument("threads", "must be at least 1")
         self._batch_size = batch_size
+        self._cache_dir = Path(cache_dir).expanduser() if cache_dir is not None else cache_directory()
         # More threads than two buy little for a 6-layer model on short texts and starve concurrent work.
         self._threads = threads if threads is not None else max(1, min(2, os.cpu_count() or 1))
         self._lock = threading.Lock()
@@ -117,7 +123,7 @@ class MiniLMEmbedder:
     def weights_cache_problem(self) -> tuple[Path, str] | None:
         """The cache file of the NumPy encoder's float32 weights and what is wrong with it (damaged, or in a
         directory that cannot be written), or ``None``; see :mod:`mnemo.embeddings.weights_cache`."""
-        return cache_problem(_model_path(), name=_CACHE_NAME, heads=_HEADS)
+        return cache_problem(_model_path(), self._cache_dir, name=_CACHE_NAME, heads=_HEADS)
 
     def _load_tokenizer(self) -> WordPieceTokenizer:
         if self._tokenizer is None:
@@ -133,7 +139,7 @@ class MiniLMEmbedder:
             with self._lock:
                 if self._encoder is None and not self._encoder_failed:
                     try:
-                        self._encoder = load_encoder(_model_path(), name=_CACHE_NAME, heads=_HEADS)
+                        self._encoder = load_encoder(_model_path(), self._cache_dir, name=_CACHE_NAME, heads=_HEADS)
                     except ConfigError as exc:
                         log.warning("embedding every text with onnxruntime: %s", exc)
                         self._encoder_failed = True

@@ -8,13 +8,15 @@ that file.
 
 The file is derived and disposable. Its name carries mnemo's layout version and the model file's size and
 modification time, so an upgraded model gets a file of its own; every load checks the header, the sizes and
-a fold of every byte (:func:`fold`) against the one recorded when the file was written; and a file that is missing, cut
-short, damaged or from another model is never used: the encoder is built from the model again and the file
-rewritten. The worst case is the conversion's cost, never a wrong vector. Deleting the directory is always
-safe.
+a fold of every byte (:func:`fold`) against the one recorded when the file was written; and a file that is
+missing, cut short, damaged or from another model is never used: the encoder is built from the model again
+and the file rewritten. The worst case is the conversion's cost, never a wrong vector. Deleting the
+directory is always safe.
 
-The directory is ``MNEMO_CACHE_DIR``, else ``$XDG_CACHE_HOME/mnemo``, else ``~/.cache/mnemo``; when it cannot
-be created or written, nothing is cached, and the log and ``mnemo doctor`` say why.
+The directory is the embedder's: a home's ``cache_dir`` setting (``MNEMO_CACHE_DIR``), else ``HOME/cache``,
+so a home holds everything mnemo writes for it; an embedder made outside any home uses
+:func:`cache_directory`. When it cannot be created or written, nothing is cached, and the log and ``mnemo
+doctor`` say why.
 """
 
 from __future__ import annotations
@@ -46,8 +48,8 @@ _writing_lock = threading.Lock()
 
 
 def cache_directory() -> Path:
-    """Where derived model files go: ``MNEMO_CACHE_DIR``, else ``$XDG_CACHE_HOME/mnemo``, else
-    ``~/.cache/mnemo``."""
+    """Where an embedder made outside any home caches: ``MNEMO_CACHE_DIR``, else ``$XDG_CACHE_HOME/mnemo``,
+    else ``~/.cache/mnemo``."""
     given = os.environ.get("MNEMO_CACHE_DIR")
     if given:
         return Path(given).expanduser()
@@ -55,20 +57,21 @@ def cache_directory() -> Path:
     return Path(base).expanduser() / "mnemo"
 
 
-def cache_path(model: Path, name: str) -> Path:
-    """The cache file of the model file ``model`` (``name`` labels it for people listing the directory)."""
+def cache_path(model: Path, directory: Path, name: str) -> Path:
+    """The cache file in ``directory`` of the model file ``model`` (``name`` labels it for people listing
+    the directory)."""
     stat = model.stat()
     source = f"{LAYOUT}:{stat.st_size}:{stat.st_mtime_ns}"
     digest = hashlib.sha256(f"{name}\n{source}".encode()).hexdigest()[:20]
-    return cache_directory() / f"{name}-{digest}{_SUFFIX}"
+    return directory / f"{name}-{digest}{_SUFFIX}"
 
 
-def load_encoder(model: Path, *, name: str, heads: int) -> BertEncoder:
-    """The encoder of the int8 ONNX model at ``model``: mapped from its cache file when that is sound,
+def load_encoder(model: Path, directory: Path, *, name: str, heads: int) -> BertEncoder:
+    """The encoder of the int8 ONNX model at ``model``: mapped from its cache file in ``directory`` when that is sound,
     else built from the model (the cache file then written on a background thread, which the process
     waits for at exit)."""
     try:
-        path: Path | None = cache_path(model, name)
+        path: Path | None = cache_path(model, directory, name)
     except OSError as exc:
         log.info("not caching %s's weights: %s", name, exc)
         path = None
@@ -97,10 +100,10 @@ def fold(data: memoryview) -> str:
     return f"{int(np.bitwise_xor.reduce(words, initial=0)) ^ tail:016x}"
 
 
-def cache_problem(model: Path, *, name: str, heads: int) -> tuple[Path, str] | None:
+def cache_problem(model: Path, directory: Path, *, name: str, heads: int) -> tuple[Path, str] | None:
     """The cache file of ``model`` and what is wrong with it, for ``mnemo doctor``; ``None`` when it is sound
     or not written yet into a directory that can take it (the next process that embeds writes it)."""
-    path = cache_path(model, name)
+    path = cache_path(model, directory, name)
     _, problem = _open(path, heads)
     if problem is None and not path.exists():
         existing = next(parent for parent in path.parents if parent.exists())

@@ -103,7 +103,7 @@ class GraphProvider:
         ``settings.graph_embedder`` is used. The per-provider config passed to :meth:`initialize` still
         overrides all of these."""
         if embedder is None:
-            embedder = named_embedder(settings.graph_embedder)
+            embedder = named_embedder(settings.graph_embedder, cache_dir=settings.cache_directory)
         provider = cls(embedder=embedder, context_chars=settings.graph_context_chars)
         provider.maintenance = {
             "interval_hours": settings.maintenance_interval_hours,
