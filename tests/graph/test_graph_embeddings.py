@@ -121,3 +121,26 @@ def test_the_local_minilm_model_finds_a_paraphrase(db_path):
         results = graph.recall("new family pet puppy")
     assert results[0].memory.id == pet.id
     assert "vector" in results[0].channels
+
+
+def test_with_nothing_written_since_the_last_check_a_recall_looks_for_no_pending_memory(db_path, monkeypatch):
+    with MemoryGraph(db_path, embedder=ConceptEmbedder()) as graph:
+        graph.remember("Our puppy chews shoes")
+        graph.flush()  # everything embedded, up to the table's latest memory
+
+        def no_scan():
+            raise AssertionError("looked for pending memories although nothing was written")
+
+        monkeypatch.setattr(graph._engine, "snapshot", no_scan)
+        assert graph.embed_pending() == 0
+        assert graph.recall("canine", touch=False)
+
+
+def test_a_memory_written_by_another_connection_is_embedded_after_a_quiet_check(db_path):
+    with MemoryGraph(db_path, embedder=ConceptEmbedder()) as reader, MemoryGraph(db_path) as writer:
+        reader.remember("Our puppy chews shoes")
+        reader.flush()
+        assert reader.embed_pending() == 0  # settled
+        late = writer.remember("The neighbour's hound barks at night")  # no embedder: left pending
+        assert reader.embed_pending() == 1
+        assert late.id in {r.memory.id for r in reader.recall("canine", touch=False) if "vector" in r.channels}

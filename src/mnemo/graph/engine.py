@@ -119,6 +119,11 @@ class GraphEngine(ABC):
     def top(self, conn: Any, scope: Scope) -> int:
         """A ``seq`` such that every memory of ``scope`` at or below it that will ever be visible already is."""
 
+    def latest(self, conn: Any) -> int:
+        """The largest ``seq`` of any scope that is visible now, read from the primary key at once: while it
+        stays the same, nothing new has been written anywhere."""
+        return int(conn.execute("SELECT COALESCE(max(seq), 0) FROM graph_memories").fetchone()[0])
+
     @abstractmethod
     def first_pending(self, scope: Scope, model: str, dim: int) -> int | None:
         """How far every memory of ``scope`` has a vector of ``model`` (the seq below the first without,

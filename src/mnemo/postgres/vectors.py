@@ -14,15 +14,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .connection import Executor, PostgresDatabase
+from .connection import EF_SEARCH, Executor, PostgresDatabase
 
 if TYPE_CHECKING:
     from ..embeddings.protocol import Embedder
 
 EMBED_PER_SEARCH = 256
 EMBED_BATCH = 64
-# Candidates the HNSW walk keeps (pgvector's default is 40): a search asks for up to 100 neighbours.
-EF_SEARCH = 200
 _PENDING = (
     "FROM messages m LEFT JOIN message_vectors v ON v.message_id = m.id"
     " WHERE m.id > ? AND m.content <> '' AND (v.message_id IS NULL OR v.model <> ? OR v.dim <> ?)"
@@ -119,10 +117,12 @@ class PostgresMessageVectors:
         if not query.strip() or k <= 0:
             return []
         probe = vector_text(np.asarray(self.embedder.embed([query]), dtype=np.float32).reshape(-1))
-        conn.execute(f"SET hnsw.ef_search = {max(EF_SEARCH, int(k))}")
+        if k > EF_SEARCH:  # a walk keeping fewer candidates than asked for would return fewer
+            conn.execute(f"SET hnsw.ef_search = {int(k)}")
         rows = conn.execute(
             f"SELECT message_id, 1 - ({self._cast} <=> CAST(? AS vector)) FROM message_vectors"
             f" WHERE model = ? AND dim = ? ORDER BY {self._cast} <=> CAST(? AS vector) LIMIT ?",
             (probe, self.embedder.name, self.embedder.dim, probe, k),
         ).fetchall()
-        return [(int(mid), float(cosine)) for mid, cosine in rows]
+        # relaxed_order (see mnemo.postgres.connection) may return near-ties out of order.
+        return sorted(((int(mid), float(cosine)) for mid, cosine in rows), key=lambda hit: -hit[1])
