@@ -28,8 +28,10 @@ first recall of a new graph: with its vectors read from SQLite (as before vector
 file written or caught up by that recall, and with the file mapped as it is.
 
 With ``--database-url URL`` (or ``embedded``: a PostgreSQL 18 + pgvector server started for the run) the
-same graph is then grown on PostgreSQL and measured the same way, in a scratch database dropped afterwards:
-its rows sit beside SQLite's in the tables (the baselines and the first-recall table are SQLite's own).
+same graph is then grown on PostgreSQL and measured the same way, in a scratch database dropped afterwards
+(after each level's growth its tables are vacuumed and analysed and a checkpoint taken, so the role needs
+the right to ``CHECKPOINT``): its rows sit beside SQLite's in the tables (the baselines and the
+first-recall table are SQLite's own).
 
 Usage: ``python bench/graph_scale.py [--quick] [--queries N] [--database-url URL|embedded]`` (``--quick``:
 1k and 10k only).
@@ -339,6 +341,8 @@ class _Measure:
             # Another user of the same database, who wrote last: the recall must neither see nor re-read them.
             _grow(other, corpus, table, (level - size) // 10)
             size = level
+            if engine == "postgres":
+                _settle(str(target))
             active = writer.stats()["active"]
             self.ingest_rows.append([engine, f"{level:,}", f"{batch_rate:,.0f}", f"{single_rate:,.0f}", f"{vector_rate:,.0f}"])
 
@@ -373,6 +377,20 @@ class _Measure:
             self.latency_rows += rows
             _table("recall latency (ms), limit 10", ["engine", "memories in scope", "what", "p50", "p95"], rows)
         writer.close()
+
+
+def _settle(url: str) -> None:
+    """Do now what PostgreSQL does by itself soon after a bulk load: statistics for the planner, vacuum
+    (the HNSW and GIN indexes' upkeep), dirty pages written out. Left to autovacuum and the checkpointer,
+    they land among the timed recalls, as ``bench/archive.py`` found (p95 2-3x, run to run)."""
+    import psycopg
+
+    from mnemo.postgres.connection import SCHEMA
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        for table in ("graph_memories", "graph_vectors", "graph_associations", "graph_tallies"):
+            conn.execute(f"VACUUM ANALYZE {SCHEMA}.{table}")
+        conn.execute("CHECKPOINT")
 
 
 def _first_recalls(db_path: Path, embedder: _RealQueries) -> list[str]:
