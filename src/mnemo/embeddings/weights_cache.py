@@ -21,6 +21,7 @@ doctor`` say why.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -67,9 +68,9 @@ def cache_path(model: Path, directory: Path, name: str) -> Path:
 
 
 def load_encoder(model: Path, directory: Path, *, name: str, heads: int) -> BertEncoder:
-    """The encoder of the int8 ONNX model at ``model``: mapped from its cache file in ``directory`` when that is sound,
-    else built from the model (the cache file then written on a background thread, which the process
-    waits for at exit)."""
+    """The encoder of the int8 ONNX model at ``model``: mapped from its cache file in ``directory`` when
+    that is sound, else built from the model (the cache file then written on a background thread, which
+    the process waits for at exit)."""
     try:
         path: Path | None = cache_path(model, directory, name)
     except OSError as exc:
@@ -142,8 +143,9 @@ def _write(path: Path, encoder: BertEncoder) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         for orphan in temp_files(path):
-            if time.time() - orphan.stat().st_mtime > _ORPHAN_SECONDS:
-                orphan.unlink(missing_ok=True)
+            with contextlib.suppress(FileNotFoundError):  # another process may clear it first
+                if time.time() - orphan.stat().st_mtime > _ORPHAN_SECONDS:
+                    orphan.unlink()
         state = encoder.state()
         # Folded as the file will hold the bytes, which is how a reader sees them.
         summary = fold(memoryview(b"".join(data_chunks(state))))
