@@ -28,7 +28,6 @@ import os
 import random
 import statistics
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Hashable, Sequence
 from functools import partial
@@ -40,6 +39,7 @@ from _tables import print_table
 from mnemo.embeddings import BruteForceIndex, MiniLMEmbedder
 from mnemo.embeddings.bert import BertEncoder
 from mnemo.embeddings.safetensors import read_safetensors
+from mnemo.embeddings.weights_cache import wait_for_writes
 from mnemo.embeddings.wordpiece import WordPieceTokenizer
 
 _DEFAULT_TEXTS = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo_dev.json"
@@ -274,23 +274,13 @@ def _encoder_loads(model: MiniLMEmbedder) -> tuple[float, float]:
     """How long the NumPy encoder takes to load in an empty weights cache (converting the int8 weights, as the
     first process after an install does) and then from the cache that load wrote; ``model``'s tokenizer is
     lent to both, so only the encoder is timed."""
-    before = os.environ.get("MNEMO_CACHE_DIR")
-    try:
-        with tempfile.TemporaryDirectory() as cache:
-            os.environ["MNEMO_CACHE_DIR"] = cache
-            times = []
-            for _ in range(2):
-                fresh = MiniLMEmbedder()
-                fresh._tokenizer = model._tokenizer
-                times.append(_timed(fresh._quick))
-                for thread in threading.enumerate():
-                    if thread.name == "mnemo-weights-cache":
-                        thread.join()
-    finally:
-        if before is None:
-            os.environ.pop("MNEMO_CACHE_DIR", None)
-        else:
-            os.environ["MNEMO_CACHE_DIR"] = before
+    times = []
+    with tempfile.TemporaryDirectory() as cache:
+        for _ in range(2):
+            fresh = MiniLMEmbedder(cache_dir=cache)
+            fresh._tokenizer = model._tokenizer
+            times.append(_timed(fresh._quick))
+            wait_for_writes()
     return times[0], times[1]
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
 from typing import Any
 
@@ -11,6 +10,7 @@ import pytest
 
 from mnemo import AgentMemory
 from mnemo.agent import SessionStateError
+from mnemo.embeddings.weights_cache import wait_for_writes
 from mnemo.providers import BaseProvider
 from mnemo.safety import MEMORY_CONTEXT_TAG
 
@@ -336,8 +336,6 @@ def test_the_local_model_caches_its_weights_inside_the_home(tmp_path, monkeypatc
     with AgentMemory.open("s1", home=home) as memory:
         memory.handle_tool_call("remember", {"content": "The user keeps bees."})
         memory.handle_tool_call("recall", {"query": "bees"})
-    for thread in threading.enumerate():
-        if thread.name == "mnemo-weights-cache":
-            thread.join()
+    wait_for_writes()
     assert list((home / "cache").glob("*.safetensors"))
     assert not (tmp_path / ".cache").exists()

@@ -7,7 +7,6 @@ import os
 import sqlite3
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import pytest
 from mnemo import ENTRY_DELIMITER, AgentMemory, doctor
 from mnemo.doctor import Finding, Severity, diagnose
 from mnemo.embeddings import MiniLMEmbedder
+from mnemo.embeddings.weights_cache import wait_for_writes
 from support import damage
 from support.damage import DAMAGE, database_of, remount_read_only
 
@@ -162,9 +162,7 @@ def test_damaged_cached_model_weights_are_a_warning_naming_the_file(
 ) -> None:
     monkeypatch.setenv("MNEMO_CACHE_DIR", str(tmp_path / "cache"))
     MiniLMEmbedder().embed(["writes the cache"])
-    for thread in threading.enumerate():
-        if thread.name == "mnemo-weights-cache":
-            thread.join()
+    wait_for_writes()
     assert "embeddings.weights" not in checks_failing(home, graph_embedder="minilm")
     (cached,) = (tmp_path / "cache").glob("*.safetensors")
     raw = bytearray(cached.read_bytes())

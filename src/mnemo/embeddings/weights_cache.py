@@ -44,6 +44,7 @@ _SUFFIX = ".safetensors"
 # A temp file this old belongs to a writer that was killed: writing 55 MB takes well under a second.
 _ORPHAN_SECONDS = 600
 
+_WRITER = "mnemo-weights-cache"
 _writing: set[Path] = set()
 _writing_lock = threading.Lock()
 
@@ -86,8 +87,16 @@ def load_encoder(model: Path, directory: Path, *, name: str, heads: int) -> Bert
             if path in _writing:
                 return encoder
             _writing.add(path)
-        threading.Thread(target=_write, args=(path, encoder), name="mnemo-weights-cache").start()
+        threading.Thread(target=_write, args=(path, encoder), name=_WRITER).start()
     return encoder
+
+
+def wait_for_writes() -> None:
+    """Return once every cache file this process started writing is written (or has failed): for callers
+    that need the file on disk now, such as a benchmark timing the next load."""
+    for thread in threading.enumerate():
+        if thread.name == _WRITER:
+            thread.join()
 
 
 def fold(data: memoryview) -> str:

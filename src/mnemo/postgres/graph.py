@@ -277,4 +277,3 @@ class PostgresGraphVectors:
 
     def forget(self, conn: Any, scope: Scope, vectors: Iterable[tuple[int, str, int]]) -> None:
         """Nothing to erase: purged vectors left the database with their memories."""
-

@@ -117,12 +117,17 @@ class PostgresMessageVectors:
         if not query.strip() or k <= 0:
             return []
         probe = vector_text(np.asarray(self.embedder.embed([query]), dtype=np.float32).reshape(-1))
-        if k > EF_SEARCH:  # a walk keeping fewer candidates than asked for would return fewer
+        wider = k > EF_SEARCH  # a walk keeping fewer candidates than asked for would return fewer
+        if wider:
             conn.execute(f"SET hnsw.ef_search = {int(k)}")
-        rows = conn.execute(
-            f"SELECT message_id, 1 - ({self._cast} <=> CAST(? AS vector)) FROM message_vectors"
-            f" WHERE model = ? AND dim = ? ORDER BY {self._cast} <=> CAST(? AS vector) LIMIT ?",
-            (probe, self.embedder.name, self.embedder.dim, probe, k),
-        ).fetchall()
+        try:
+            rows = conn.execute(
+                f"SELECT message_id, 1 - ({self._cast} <=> CAST(? AS vector)) FROM message_vectors"
+                f" WHERE model = ? AND dim = ? ORDER BY {self._cast} <=> CAST(? AS vector) LIMIT ?",
+                (probe, self.embedder.name, self.embedder.dim, probe, k),
+            ).fetchall()
+        finally:
+            if wider:  # the connection goes back to the pool: its next search walks as configured
+                conn.execute(f"SET hnsw.ef_search = {EF_SEARCH}")
         # relaxed_order (see mnemo.postgres.connection) may return near-ties out of order.
         return sorted(((int(mid), float(cosine)) for mid, cosine in rows), key=lambda hit: -hit[1])
