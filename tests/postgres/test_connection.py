@@ -14,7 +14,7 @@ import pytest
 from mnemo._db import DatabaseError
 from mnemo.archive import open_archive
 from mnemo.config import load_settings
-from mnemo.postgres.connection import is_url, redact
+from mnemo.postgres.connection import PostgresDatabase, is_url, redact
 
 
 def test_everything_mnemo_creates_lives_in_its_own_schema(postgres_url):
@@ -35,6 +35,51 @@ def test_every_statement_is_planned_for_its_own_parameters(postgres_url):
     # A plan made once for any parameters sends a short window of recent ids to the full-text index.
     with open_archive(postgres_url) as archive, archive._reading() as conn:
         assert conn.execute("SHOW plan_cache_mode").fetchone()[0] == "force_custom_plan"
+
+
+def test_a_hint_transaction_commits_without_waiting_for_the_disk_and_only_it(postgres_url):
+    database = PostgresDatabase(postgres_url)
+    session = database.session()
+    try:
+        with session.transaction(["a lock"], durable=False):
+            assert session.execute("SHOW synchronous_commit").fetchone()[0] == "off"
+        with session.transaction(["a lock"]):
+            assert session.execute("SHOW synchronous_commit").fetchone()[0] == "on"
+        assert session.execute("SHOW synchronous_commit").fetchone()[0] == "on"
+    finally:
+        session.close()
+        database.close()
+
+
+def test_a_transaction_holds_its_advisory_locks_until_it_ends(postgres_url):
+    database = PostgresDatabase(postgres_url)
+    session = database.session()
+    try:
+        with session.transaction(["mnemo:test"]):
+            held = session.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted").fetchone()
+            assert held[0] == 1
+        after = session.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'").fetchone()
+        assert after[0] == 0
+    finally:
+        session.close()
+        database.close()
+
+
+def test_a_transaction_that_raises_is_rolled_back_and_the_session_goes_on(postgres_url):
+    database = PostgresDatabase(postgres_url)
+    session = database.session()
+    try:
+        session.execute("CREATE TEMP TABLE t (x int)")
+        with pytest.raises(psycopg.errors.DivisionByZero), session.transaction(["mnemo:test"]):
+            session.execute("INSERT INTO t VALUES (1)")
+            session.execute("SELECT 1 / 0")
+        assert session.execute("SELECT count(*) FROM t").fetchone()[0] == 0
+        with session.transaction(["mnemo:test"]):
+            session.execute("INSERT INTO t VALUES (2)")
+        assert [tuple(r) for r in session.execute("SELECT x FROM t")] == [(2,)]
+    finally:
+        session.close()
+        database.close()
 
 
 def test_a_schema_holding_another_programs_tables_is_refused_and_left_untouched(postgres_url):

@@ -63,9 +63,11 @@ class GraphEngine(ABC):
     reads_apart: bool = True
 
     @abstractmethod
-    def write(self, scopes: Iterable[Scope]) -> Iterator[Any]:
+    def write(self, scopes: Iterable[Scope], *, durable: bool = True) -> Iterator[Any]:
         """A write transaction (a context manager giving ``conn``) of work confined to ``scopes``: committed
-        when the block ends, rolled back when it raises; writers to a scope run one at a time."""
+        when the block ends, rolled back when it raises; writers to a scope run one at a time. With
+        ``durable=False`` the commit need not wait for the disk (a crash may lose the last such writes,
+        never part of one): for hints such as access times."""
 
     @abstractmethod
     def snapshot(self) -> Iterator[Any]:
@@ -182,7 +184,8 @@ class SqliteEngine(GraphEngine):
         ensure_schema(self.conn)
 
     @contextmanager
-    def write(self, scopes: Iterable[Scope]) -> Iterator[sqlite3.Connection]:
+    def write(self, scopes: Iterable[Scope], *, durable: bool = True) -> Iterator[sqlite3.Connection]:
+        # A WAL database's commits do not wait for the disk anyway (synchronous = NORMAL).
         with _db.write_transaction(self.conn) as conn:
             yield conn
 

@@ -21,7 +21,7 @@ prefer the newest version. Importance and recency come last, as a bounded prior.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -136,47 +136,45 @@ def match_expression(query: str, engine: GraphEngine | None = None) -> str:
 
 
 def _vector_candidates(
-    conn: Any,
-    scope: Scope,
-    query: str,
-    embedder: Embedder,
-    vectors: VectorIndex,
-    include_forgotten: bool,
-    count: int,
+    conn: Any, scope: Scope, query: str, embedder: Embedder, vectors: VectorIndex, count: int
 ) -> dict[str, float]:
-    """Raw cosine per candidate."""
+    """Raw cosine per candidate, forgotten memories included (:func:`search` drops them with the rows)."""
     if not query.strip():
         return {}
     probe = np.asarray(embedder.embed([query]), dtype=np.float32).reshape(1, embedder.dim)
-    hits = {str(i): s for i, s in vectors.search(conn, scope, embedder, probe, count) if s > FUSION.vector_floor}
-    if not hits or include_forgotten:
-        return hits
-    ids = list(hits)
-    alive = conn.execute(
-        f"SELECT id FROM graph_memories WHERE forgotten = 0 AND id IN ({', '.join('?' * len(ids))})", ids
-    ).fetchall()
-    return {row[0]: hits[row[0]] for row in alive}
+    return {str(i): s for i, s in vectors.search(conn, scope, embedder, probe, count) if s > FUSION.vector_floor}
+
+
+@dataclass(frozen=True, slots=True)
+class _Row:
+    memory: Memory
+    seq: int
+
+
+def _rows(conn: Any, ids: Iterable[str]) -> dict[str, _Row]:
+    """The memories of ``ids`` that exist, with their write order."""
+    ids = list(ids)
+    found: dict[str, _Row] = {}
+    for start in range(0, len(ids), 500):  # stay under SQLite's bound-parameter limit
+        chunk = ids[start : start + 500]
+        for row in conn.execute(f"{SELECT_MEMORY} WHERE m.id IN ({', '.join('?' * len(chunk))})", chunk):
+            found[row["id"]] = _Row(row_to_memory(row), row["seq"])
+    return found
 
 
 def _placements(
-    conn: Any, ids: list[str], named: frozenset[str]
+    rows: Mapping[str, _Row], ids: Iterable[str], named: frozenset[str]
 ) -> tuple[dict[str, Placement], set[str], dict[str, float]]:
     """Each candidate's context (memories of one source, in write order), the candidates whose subject is
     one of ``named``, and when each candidate was created."""
-    found: dict[str, Placement] = {}
-    focus: set[str] = set()
-    created: dict[str, float] = {}
-    for start in range(0, len(ids), 500):  # stay under SQLite's bound-parameter limit
-        chunk = ids[start : start + 500]
-        rows = conn.execute(
-            "SELECT id, source, seq, subject, content, created_at FROM graph_memories"
-            f" WHERE id IN ({', '.join('?' * len(chunk))})",
-            chunk,
-        ).fetchall()
-        # A memory without a source has no known context: it stands alone.
-        found.update({row[0]: Placement(row[1], row[2], asks_question(row[4])) for row in rows if row[1]})
-        focus.update(row[0] for row in rows if row[3] in named)
-        created.update((row[0], row[5]) for row in rows)
+    candidates = [rows[key] for key in ids]
+    # A memory without a source has no known context: it stands alone.
+    found = {
+        row.memory.id: Placement(row.memory.source, row.seq, asks_question(row.memory.content))
+        for row in candidates if row.memory.source
+    }  # fmt: skip
+    focus = {row.memory.id for row in candidates if row.memory.subject in named}
+    created = {row.memory.id: row.memory.created_at for row in candidates}
     return found, focus, created
 
 
@@ -281,28 +279,30 @@ def search(
     found = engine.text_candidates(conn, scope, text.expression, alive, pool, text.matches) if text.expression else {}
     raw: dict[str, dict[str, float]] = {FTS: found}
     if embedder is not None:
-        raw[VECTOR] = _vector_candidates(conn, scope, query, embedder, vectors, include_forgotten, pool)
+        raw[VECTOR] = _vector_candidates(conn, scope, query, embedder, vectors, pool)
+    # One read of the proposed memories serves the vector hits' liveness, their contexts and the results.
+    rows = _rows(conn, {key for values in raw.values() for key in values})
+    raw = {
+        name: {key: value for key, value in values.items() if key in rows and (include_forgotten or not rows[key].memory.forgotten)}
+        for name, values in raw.items()
+    }  # fmt: skip
     normalised = fusion.normalise(raw)
     ids = list({key for values in normalised.values() for key in values})
-    placements, focus, created = _placements(conn, ids, named_subjects(conn, scope, query))
+    placements, focus, created = _placements(rows, ids, named_subjects(conn, scope, query))
     group_text = _source_text(engine, scope, text.source_terms, alive) if placements else {}
     periods = mentioned_periods(query, now)
     timely = {key for key, at in created.items() if periods.contains(at)} if periods else set()
     base = fusion.relevance(normalised, placements, group_text=group_text, focus=focus, timely=timely)
     seeds = dict(sorted(base.items(), key=lambda kv: kv[1], reverse=True)[:SEEDS])
     graph = _expand(conn, seeds, alive)
+    rows.update(_rows(conn, graph.keys() - rows.keys()))
 
-    candidates = list(base.keys() | graph.keys())
-    if not candidates:
-        return []
-    rows = []
-    for start in range(0, len(candidates), 500):
-        chunk = candidates[start : start + 500]
-        rows += conn.execute(f"{SELECT_MEMORY} WHERE m.id IN ({', '.join('?' * len(chunk))})", chunk).fetchall()
     since, until = window
     results = []
-    for row in rows:
-        memory = row_to_memory(row)
+    for key, row in rows.items():
+        memory = row.memory
+        if key not in base and key not in graph:
+            continue
         if memory.scope != scope or (memory.forgotten and not include_forgotten):
             continue
         if memory.superseded and not include_superseded:

@@ -9,6 +9,7 @@ one), so an in-memory index can catch up with other processes' embeddings by rea
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 
 from .. import _db
@@ -199,13 +200,19 @@ _SUPERSEDED_BY = (
     " WHERE a.target_id = m.id AND a.relation = 'updates'"
     " ORDER BY s.created_at DESC, s.seq DESC LIMIT 1) AS superseded_by"
 )
-SELECT_MEMORY = f"SELECT {_COLUMNS}, {_SUPERSEDED_BY} FROM graph_memories m"
+SELECT_MEMORY = f"SELECT {_COLUMNS}, {_SUPERSEDED_BY}, m.seq FROM graph_memories m"
 SCOPE_CLAUSE = "m.user_id = ? AND m.agent_id = ? AND m.channel_id = ?"
 
 
 def scope_params(scope: Scope) -> tuple[str, str, str]:
     """The bind values for :data:`SCOPE_CLAUSE`."""
     return (scope.user_id, scope.agent_id, scope.channel_id)
+
+
+@functools.lru_cache(maxsize=256)
+def _stored_scope(user_id: str, agent_id: str, channel_id: str) -> Scope:
+    # A recall turns a few hundred rows of one scope into memories: its ids are checked once, not per row.
+    return Scope(user_id, agent_id, channel_id)
 
 
 def row_to_memory(row: sqlite3.Row) -> Memory:
@@ -221,7 +228,7 @@ def row_to_memory(row: sqlite3.Row) -> Memory:
         access_count=row["access_count"],
         source=row["source"],
         subject=row["subject"],
-        scope=Scope(row["user_id"], row["agent_id"], row["channel_id"]),
+        scope=_stored_scope(row["user_id"], row["agent_id"], row["channel_id"]),
         forgotten=bool(row["forgotten"]),
         superseded_by=row["superseded_by"],
         pinned=bool(row["pinned"]),

@@ -167,9 +167,9 @@ class MemoryGraph:
         self.close()
 
     @contextmanager
-    def _write(self, scopes: Iterable[Scope] = ()) -> Iterator[Any]:
+    def _write(self, scopes: Iterable[Scope] = (), *, durable: bool = True) -> Iterator[Any]:
         """A write transaction of this scope's (and ``scopes``') work, under this graph's lock."""
-        with self._lock, self._engine.write([self.scope, *scopes]) as conn:
+        with self._lock, self._engine.write([self.scope, *scopes], durable=durable) as conn:
             yield conn
 
     def with_scope(self, scope: Scope) -> MemoryGraph:
@@ -663,11 +663,16 @@ class MemoryGraph:
         if not memory_ids:
             return
         now = self._clock()
-        with self._write() as conn:
-            conn.executemany(
-                "UPDATE graph_memories SET last_accessed_at = ?, access_count = access_count + 1 WHERE id = ?",
-                [(now, i) for i in memory_ids],
-            )
+        ids = list(dict.fromkeys(memory_ids))
+        # A hint for ranking and decay, written after every recall: its commit does not wait for the disk.
+        with self._write(durable=False) as conn:
+            for start in range(0, len(ids), 500):  # stay under SQLite's bound-parameter limit
+                chunk = ids[start : start + 500]
+                conn.execute(
+                    "UPDATE graph_memories SET last_accessed_at = ?, access_count = access_count + 1"
+                    f" WHERE id IN ({', '.join('?' * len(chunk))})",
+                    (now, *chunk),
+                )
 
     def restore(self, memories: Sequence[Memory], associations: Sequence[Association]) -> RestoreCounts:
         """Write exported records back exactly (ids, times, scopes, flags, edges), all or nothing.

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from .connection import Executor
 from .text_search import CONFIG, ensure_configuration
+from .vectors import rebuild_hnsw
 
 COMPONENT = "archive"
 
@@ -81,4 +82,8 @@ CREATE TABLE message_vectors (
 );
 """
 
-MIGRATIONS = [_extensions, _v1, _V3]
+def _v4(executor: Executor) -> None:
+    rebuild_hnsw(executor, "message_vectors", "embedding")
+
+
+MIGRATIONS = [_extensions, _v1, _V3, _v4]

@@ -365,11 +365,15 @@ class Session(Executor):
                 time.sleep(random.uniform(0.01, 0.05) * (2**attempt))
 
     @contextmanager
-    def transaction(self, locks: Sequence[str] = (), *, snapshot: bool = False) -> Iterator[Session]:
+    def transaction(
+        self, locks: Sequence[str] = (), *, snapshot: bool = False, durable: bool = True
+    ) -> Iterator[Session]:
         """One transaction: committed when the block ends, rolled back when it raises. ``locks`` name
         transaction-scoped advisory locks taken first (in sorted order, so two writers never deadlock);
         writers naming the same lock run one after another, as SQLite's ``BEGIN IMMEDIATE`` makes them.
-        ``snapshot`` makes every read of the block see one state (``REPEATABLE READ``)."""
+        ``snapshot`` makes every read of the block see one state (``REPEATABLE READ``). ``durable=False``
+        lets the commit return before its WAL reaches the disk: a server crash may then lose the last such
+        transactions whole (never part of one), so it is only for writes that are hints."""
         if self._depth:
             self._depth += 1  # nested: the outer block commits
             try:
@@ -377,11 +381,15 @@ class Session(Executor):
             finally:
                 self._depth -= 1
             return
-        self.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" if snapshot else "BEGIN")
-        self._depth = 1
+        # One round trip opens the transaction, relaxes its commit and takes its locks (the keys are
+        # integers made here, so they can be written into the text).
+        opening = ["BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" if snapshot else "BEGIN"]
+        if not durable:
+            opening.append("SET LOCAL synchronous_commit TO off")
+        opening += [f"SELECT pg_advisory_xact_lock({_lock_key(name)})" for name in sorted(set(locks))]
         try:
-            for name in sorted(set(locks)):
-                self.execute("SELECT pg_advisory_xact_lock(?)", (_lock_key(name),))
+            self.execute("; ".join(opening))
+            self._depth = 1
             yield self
         except BaseException:
             self._depth = 0

@@ -15,7 +15,6 @@ index (cosine) per embedding model, over the model's rows with the column cast t
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
@@ -32,7 +31,7 @@ from ..scope import Scope
 from . import graph_schema
 from .connection import Executor, PostgresDatabase, Session
 from .text_search import K1, ONE_OCCURRENCE, B, TermStatistics, bm25_idf, phrases
-from .vectors import vector_text
+from .vectors import build_hnsw, hnsw_index, vector_text
 
 if TYPE_CHECKING:
     from ..embeddings.protocol import Embedder
@@ -63,9 +62,9 @@ class PostgresEngine(GraphEngine):
         self._top_value, self._top_read = 0, -1.0
 
     @contextmanager
-    def write(self, scopes: Iterable[Scope]) -> Iterator[Session]:
+    def write(self, scopes: Iterable[Scope], *, durable: bool = True) -> Iterator[Session]:
         locks = ["mnemo:graph:" + "\x1f".join(scope_params(scope)) for scope in scopes]
-        with self.conn.transaction(locks) as conn:
+        with self.conn.transaction(locks, durable=durable) as conn:
             yield conn
 
     @contextmanager
@@ -232,34 +231,23 @@ class PostgresGraphVectors:
     def __init__(self) -> None:
         self._indexed: set[tuple[str, int]] = set()
 
-    @staticmethod
-    def _model(model: str, dim: int) -> tuple[str, str, str]:
-        """The index name, the column cast to the model's dimension, and the condition selecting its rows (the
-        model's name written into the SQL: a partial index serves only conditions the planner can match)."""
-        digest = hashlib.blake2b(f"{model}\x1f{dim}".encode(), digest_size=6).hexdigest()
-        name = model.replace("'", "''")
-        return f"graph_vectors_hnsw_{digest}", f"CAST(vector AS vector({int(dim)}))", f"model = '{name}' AND dim = {int(dim)}"
-
     def ensure_index(self, conn: Executor, model: str, dim: int) -> None:
         """Create the HNSW index of ``model``'s vectors unless it exists, inside the caller's transaction."""
-        if (model, dim) in self._indexed:
-            return
-        index, cast, rows = self._model(model, dim)
-        # Two processes creating the same index at once would collide: one at a time.
-        conn.execute("SELECT pg_advisory_xact_lock(hashtext(?))", (index,))
-        conn.execute(f"CREATE INDEX IF NOT EXISTS {index} ON graph_vectors USING hnsw ({cast} vector_cosine_ops) WHERE {rows}")
-        self._indexed.add((model, dim))
+        if (model, dim) not in self._indexed:
+            build_hnsw(conn, hnsw_index("graph_vectors", "vector", model, dim))
+            self._indexed.add((model, dim))
 
     def search(self, conn: Session, scope: Scope, embedder: Embedder, probe: np.ndarray, k: int) -> Hits:
         if k <= 0:
             return []
-        _, cast, rows = self._model(embedder.name, embedder.dim)
+        index = hnsw_index("graph_vectors", "vector", embedder.name, embedder.dim)
         # The walk keeps enough candidates for a pool of 100 and goes on past other scopes' vectors: every
         # connection is configured with hnsw.ef_search and hnsw.iterative_scan (see mnemo.postgres.connection).
         text = vector_text(np.asarray(probe, dtype=np.float32).reshape(-1))
         found = conn.execute(
-            f"SELECT memory_id, 1 - ({cast} <=> CAST(? AS vector)) AS cosine FROM graph_vectors"
-            f" WHERE {rows} AND {SCOPE_CLAUSE.replace('m.', '')} ORDER BY {cast} <=> CAST(? AS vector) LIMIT ?",
+            f"SELECT memory_id, 1 - ({index.full} <=> CAST(? AS vector)) AS cosine FROM graph_vectors"
+            f" WHERE {index.rows} AND {SCOPE_CLAUSE.replace('m.', '')} ORDER BY {index.order} <=> CAST(? AS halfvec)"
+            " LIMIT ?",
             (text, *scope_params(scope), text, k),
         ).fetchall()
         # relaxed_order may return near-ties out of order.

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from .connection import Executor
 from .text_search import CONFIG, ensure_configuration
+from .vectors import rebuild_hnsw
 
 COMPONENT = "graph"
 
@@ -157,4 +158,8 @@ def _v1(executor: Executor) -> None:
     executor.execute(_TABLES)
 
 
-MIGRATIONS = [_v1]
+def _v2(executor: Executor) -> None:
+    rebuild_hnsw(executor, "graph_vectors", "vector")
+
+
+MIGRATIONS = [_v1, _v2]
