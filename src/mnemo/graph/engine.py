@@ -50,6 +50,14 @@ class VectorIndex(Protocol):
     def forget(self, conn: Any, scope: Scope, vectors: Iterable[tuple[int, str, int]]) -> None: ...
 
 
+# A matched source's size (memories of the scope written from it), selected beside its grouped matches; the
+# scope's ids are bound first.
+SOURCE_SIZE = (
+    "(SELECT t.memories FROM graph_tallies t WHERE t.user_id = ? AND t.agent_id = ? AND t.channel_id = ?"
+    " AND t.field = 'source' AND t.value = m.source)"
+)
+
+
 class GraphEngine(ABC):
     """One database holding the graph, as the graph's code needs it. ``conn`` runs statements (``execute``,
     ``executemany``, with ``?`` or ``:name`` placeholders, rows readable by name); the graph's own lock
@@ -147,9 +155,12 @@ class GraphEngine(ABC):
         phrases already counted."""
 
     @abstractmethod
-    def source_matches(self, conn: Any, scope: Scope, phrases: Sequence[str], alive: str) -> list[list[tuple[str, int]]]:
-        """For each of ``phrases``: ``(source, memories matching it)`` for each non-empty source of ``scope``
-        that has any."""
+    def source_matches(
+        self, conn: Any, scope: Scope, phrases: Sequence[str], alive: str
+    ) -> list[list[tuple[str, int, int]]]:
+        """For each of ``phrases``: ``(source, memories matching it, memories in all or None)`` for each
+        non-empty source of ``scope`` that has any (the size read in the same statement, with
+        :data:`SOURCE_SIZE`)."""
 
     # -- vectors -----------------------------------------------------------------------------------
 
@@ -272,15 +283,16 @@ class SqliteEngine(GraphEngine):
 
     def source_matches(
         self, conn: sqlite3.Connection, scope: Scope, phrases: Sequence[str], alive: str
-    ) -> list[list[tuple[str, int]]]:
+    ) -> list[list[tuple[str, int, int]]]:
         return [
-            conn.execute(
-                "SELECT m.source, count(*) FROM graph_memories_fts JOIN graph_memories m ON m.seq = graph_memories_fts.rowid"
+            [tuple(row) for row in conn.execute(
+                f"SELECT m.source, count(*), {SOURCE_SIZE} FROM graph_memories_fts"
+                " JOIN graph_memories m ON m.seq = graph_memories_fts.rowid"
                 f" WHERE graph_memories_fts MATCH ? AND {SCOPE_CLAUSE} AND m.source != ''{alive} GROUP BY m.source",
-                (phrase, *scope_params(scope)),
-            ).fetchall()
+                (*scope_params(scope), phrase, *scope_params(scope)),
+            )]
             for phrase in phrases
-        ]
+        ]  # fmt: skip
 
     def store_vectors(
         self, conn: sqlite3.Connection, scope: Scope, embedder: Embedder, ids: Sequence[str], vectors: np.ndarray

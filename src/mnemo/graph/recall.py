@@ -197,20 +197,12 @@ def _source_text(engine: GraphEngine, scope: Scope, phrases: tuple[str, ...], al
     if sources < 2:
         return {}  # one source: nothing to tell apart
     held = engine.source_matches(conn, scope, phrases, alive)
-    matched = list({source for rows in held for source, _ in rows})
-    sizes: dict[str, int] = {}
-    for start in range(0, len(matched), 500):  # stay under SQLite's bound-parameter limit
-        chunk = matched[start : start + 500]
-        sizes.update(conn.execute(
-            f"SELECT value, memories FROM graph_tallies WHERE {where} AND value IN ({', '.join('?' * len(chunk))})",
-            (*scope_params(scope), *chunk),
-        ).fetchall())  # fmt: skip
     average = memories / sources
     scores: dict[str, float] = {}
     for rows in held:
         idf = math.log(1.0 + (sources - len(rows) + 0.5) / (len(rows) + 0.5))
-        for source, hits in rows:
-            norm = SOURCE_K1 * (1.0 - SOURCE_B + SOURCE_B * sizes.get(source, hits) / average)
+        for source, hits, size in rows:
+            norm = SOURCE_K1 * (1.0 - SOURCE_B + SOURCE_B * (hits if size is None else size) / average)
             scores[source] = scores.get(source, 0.0) + idf * hits * (SOURCE_K1 + 1.0) / (hits + norm)
     return scores
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..database import table_owner
-from ..graph.engine import GraphEngine, Hits
+from ..graph.engine import SOURCE_SIZE, GraphEngine, Hits
 from ..graph.recall import COMMON_MATCHES
 from ..graph.schema import SCOPE_CLAUSE, scope_params
 from ..scope import Scope
@@ -189,7 +189,7 @@ class PostgresEngine(GraphEngine):
 
     def source_matches(
         self, conn: Session, scope: Scope, phrases: Sequence[str], alive: str
-    ) -> list[list[tuple[str, int]]]:
+    ) -> list[list[tuple[str, int, int]]]:
         compiled = [self._tsquery(conn, phrase) for phrase in phrases]
         wanted = [q for q in compiled if q]
         if not wanted:
@@ -197,13 +197,13 @@ class PostgresEngine(GraphEngine):
         # One walk of the matches of them all, counted per phrase.
         held = ", ".join("count(*) FILTER (WHERE m.search @@ CAST(? AS tsquery))" for _ in wanted)
         rows = conn.execute(
-            f"SELECT m.source, {held} FROM graph_memories m WHERE m.search @@ CAST(? AS tsquery) AND {SCOPE_CLAUSE}"
-            f" AND m.source <> ''{alive} GROUP BY m.source",
-            (*wanted, " | ".join(f"({q})" for q in wanted), *scope_params(scope)),
+            f"SELECT m.source, {SOURCE_SIZE}, {held} FROM graph_memories m WHERE m.search @@ CAST(? AS tsquery)"
+            f" AND {SCOPE_CLAUSE} AND m.source <> ''{alive} GROUP BY m.source",
+            (*scope_params(scope), *wanted, " | ".join(f"({q})" for q in wanted), *scope_params(scope)),
         ).fetchall()
-        column = {q: i + 1 for i, q in enumerate(wanted)}
+        column = {q: i + 2 for i, q in enumerate(wanted)}
         return [
-            [(row[0], row[column[q]]) for row in rows if row[column[q]]] if q else []
+            [(row[0], row[column[q]], row[1]) for row in rows if row[column[q]]] if q else []
             for q in compiled
         ]
 
