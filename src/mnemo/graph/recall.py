@@ -158,7 +158,8 @@ def _rows(conn: Any, ids: Iterable[str]) -> dict[str, _Row]:
     for start in range(0, len(ids), 500):  # stay under SQLite's bound-parameter limit
         chunk = ids[start : start + 500]
         for row in conn.execute(f"{SELECT_MEMORY} WHERE m.id IN ({', '.join('?' * len(chunk))})", chunk):
-            found[row["id"]] = _Row(row_to_memory(row), row["seq"])
+            memory = row_to_memory(row)
+            found[memory.id] = _Row(memory, row[-1])  # seq, SELECT_MEMORY's last column
     return found
 
 

@@ -217,21 +217,27 @@ def _stored_scope(user_id: str, agent_id: str, channel_id: str) -> Scope:
 
 def row_to_memory(row: sqlite3.Row) -> Memory:
     """A row selected with :data:`SELECT_MEMORY` as a :class:`Memory`."""
+    # By position, in SELECT_MEMORY's order: a recall converts a few hundred rows, and reading a PostgreSQL
+    # row by name is a Python call per column.
+    (
+        memory_id, content, kind, importance, created_at, updated_at, last_accessed_at, access_count, source,
+        subject, user_id, agent_id, channel_id, forgotten, pinned, base_importance, decayed_at, superseded_by,
+    ) = tuple(row)[:18]  # fmt: skip
     return Memory(
-        id=row["id"],
-        content=row["content"],
-        type=MemoryType(row["type"]),
-        importance=row["importance"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-        last_accessed_at=row["last_accessed_at"],
-        access_count=row["access_count"],
-        source=row["source"],
-        subject=row["subject"],
-        scope=_stored_scope(row["user_id"], row["agent_id"], row["channel_id"]),
-        forgotten=bool(row["forgotten"]),
-        superseded_by=row["superseded_by"],
-        pinned=bool(row["pinned"]),
-        base_importance=row["base_importance"],
-        decayed_at=row["decayed_at"],
+        id=memory_id,
+        content=content,
+        type=MemoryType(kind),
+        importance=importance,
+        created_at=created_at,
+        updated_at=updated_at,
+        last_accessed_at=last_accessed_at,
+        access_count=access_count,
+        source=source,
+        subject=subject,
+        scope=_stored_scope(user_id, agent_id, channel_id),
+        forgotten=bool(forgotten),
+        superseded_by=superseded_by,
+        pinned=bool(pinned),
+        base_importance=base_importance,
+        decayed_at=decayed_at,
     )
