@@ -147,6 +147,8 @@ def _vector_candidates(
 
 @dataclass(frozen=True, slots=True)
 class _Row:
+    """A memory read for one recall, with its place in write order, which contexts are built on."""
+
     memory: Memory
     seq: int
 
