@@ -37,49 +37,41 @@ def test_every_statement_is_planned_for_its_own_parameters(postgres_url):
         assert conn.execute("SHOW plan_cache_mode").fetchone()[0] == "force_custom_plan"
 
 
-def test_a_hint_transaction_commits_without_waiting_for_the_disk_and_only_it(postgres_url):
+@pytest.fixture
+def session(postgres_url):
     database = PostgresDatabase(postgres_url)
-    session = database.session()
+    held = database.session()
     try:
-        with session.transaction(["a lock"], durable=False):
-            assert session.execute("SHOW synchronous_commit").fetchone()[0] == "off"
-        with session.transaction(["a lock"]):
-            assert session.execute("SHOW synchronous_commit").fetchone()[0] == "on"
+        yield held
+    finally:
+        held.close()
+        database.close()
+
+
+def test_a_hint_transaction_commits_without_waiting_for_the_disk_and_only_it(session):
+    with session.transaction(["a lock"], durable=False):
+        assert session.execute("SHOW synchronous_commit").fetchone()[0] == "off"
+    with session.transaction(["a lock"]):
         assert session.execute("SHOW synchronous_commit").fetchone()[0] == "on"
-    finally:
-        session.close()
-        database.close()
+    assert session.execute("SHOW synchronous_commit").fetchone()[0] == "on"
 
 
-def test_a_transaction_holds_its_advisory_locks_until_it_ends(postgres_url):
-    database = PostgresDatabase(postgres_url)
-    session = database.session()
-    try:
-        with session.transaction(["mnemo:test"]):
-            held = session.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted").fetchone()
-            assert held[0] == 1
-        after = session.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'").fetchone()
-        assert after[0] == 0
-    finally:
-        session.close()
-        database.close()
+def test_a_transaction_holds_its_advisory_locks_until_it_ends(session):
+    with session.transaction(["mnemo:test"]):
+        held = session.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted").fetchone()
+        assert held[0] == 1
+    assert session.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'").fetchone()[0] == 0
 
 
-def test_a_transaction_that_raises_is_rolled_back_and_the_session_goes_on(postgres_url):
-    database = PostgresDatabase(postgres_url)
-    session = database.session()
-    try:
-        session.execute("CREATE TEMP TABLE t (x int)")
-        with pytest.raises(psycopg.errors.DivisionByZero), session.transaction(["mnemo:test"]):
-            session.execute("INSERT INTO t VALUES (1)")
-            session.execute("SELECT 1 / 0")
-        assert session.execute("SELECT count(*) FROM t").fetchone()[0] == 0
-        with session.transaction(["mnemo:test"]):
-            session.execute("INSERT INTO t VALUES (2)")
-        assert [tuple(r) for r in session.execute("SELECT x FROM t")] == [(2,)]
-    finally:
-        session.close()
-        database.close()
+def test_a_transaction_that_raises_is_rolled_back_and_the_session_goes_on(session):
+    session.execute("CREATE TEMP TABLE t (x int)")
+    with pytest.raises(psycopg.errors.DivisionByZero), session.transaction(["mnemo:test"]):
+        session.execute("INSERT INTO t VALUES (1)")
+        session.execute("SELECT 1 / 0")
+    assert session.execute("SELECT count(*) FROM t").fetchone()[0] == 0
+    with session.transaction(["mnemo:test"]):
+        session.execute("INSERT INTO t VALUES (2)")
+    assert [tuple(r) for r in session.execute("SELECT x FROM t")] == [(2,)]
 
 
 def test_a_schema_holding_another_programs_tables_is_refused_and_left_untouched(postgres_url):
