@@ -10,7 +10,8 @@ Full text is scored with BM25 as FTS5 scores it: a phrase's term frequency is it
 normalisation in units of one occurrence, saturated by ``k1`` and normalised by the memory's length against
 the average of recent memories; its inverse document frequency counts its matches across the table (up to the
 bound recall counts to), against the number of memories written. Vectors are searched with pgvector: an HNSW
-index (cosine) per embedding model, over the model's rows with the column cast to its dimension.
+index (cosine) per embedding model, over the model's rows at half precision
+(:class:`~mnemo.postgres.vectors.HnswIndex`).
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 As on SQLite, messages are embedded lazily in bounded batches (at search time, or all at once by
 :meth:`PostgresMessageVectors.embed_pending`), so appending costs nothing extra. The nearest neighbours come
 from an HNSW index (cosine distance) built per embedding model: a partial index over that model's rows with
-the column cast to its dimension, since one table holds the vectors of whichever models a team has used.
+the column cast to its dimension at half precision, since one table holds the vectors of whichever models a
+team has used (:class:`HnswIndex`, which the graph's vectors use too).
 """
 
 from __future__ import annotations
