@@ -157,7 +157,7 @@ class GraphEngine(ABC):
     @abstractmethod
     def source_matches(
         self, conn: Any, scope: Scope, phrases: Sequence[str], alive: str
-    ) -> list[list[tuple[str, int, int]]]:
+    ) -> list[list[tuple[str, int, int | None]]]:
         """For each of ``phrases``: ``(source, memories matching it, memories in all or None)`` for each
         non-empty source of ``scope`` that has any (the size read in the same statement, with
         :data:`SOURCE_SIZE`)."""
@@ -283,7 +283,7 @@ class SqliteEngine(GraphEngine):
 
     def source_matches(
         self, conn: sqlite3.Connection, scope: Scope, phrases: Sequence[str], alive: str
-    ) -> list[list[tuple[str, int, int]]]:
+    ) -> list[list[tuple[str, int, int | None]]]:
         return [
             [tuple(row) for row in conn.execute(
                 f"SELECT m.source, count(*), {SOURCE_SIZE} FROM graph_memories_fts"

@@ -190,7 +190,7 @@ class PostgresEngine(GraphEngine):
 
     def source_matches(
         self, conn: Session, scope: Scope, phrases: Sequence[str], alive: str
-    ) -> list[list[tuple[str, int, int]]]:
+    ) -> list[list[tuple[str, int, int | None]]]:
         compiled = [self._tsquery(conn, phrase) for phrase in phrases]
         wanted = [q for q in compiled if q]
         if not wanted:
