@@ -82,6 +82,7 @@ CREATE TABLE message_vectors (
 );
 """
 
+
 def _v4(executor: Executor) -> None:
     rebuild_hnsw(executor, "message_vectors", "embedding")
 

@@ -197,11 +197,12 @@ class PostgresEngine(GraphEngine):
             return [[] for _ in phrases]
         # One walk of the matches of them all, counted per phrase.
         held = ", ".join("count(*) FILTER (WHERE m.search @@ CAST(? AS tsquery))" for _ in wanted)
+        # Plain tuples: each row is read once per phrase, and a PostgreSQL row's item access is a Python call.
         rows = [tuple(row) for row in conn.execute(
             f"SELECT m.source, {SOURCE_SIZE}, {held} FROM graph_memories m WHERE m.search @@ CAST(? AS tsquery)"
             f" AND {SCOPE_CLAUSE} AND m.source <> ''{alive} GROUP BY m.source",
             (*scope_params(scope), *wanted, " | ".join(f"({q})" for q in wanted), *scope_params(scope)),
-        )]  # fmt: skip  (plain tuples: each row is read once per phrase)
+        )]  # fmt: skip
         column = {q: i + 2 for i, q in enumerate(wanted)}
         return [
             [(row[0], row[column[q]], row[1]) for row in rows if row[column[q]]] if q else []
