@@ -13,6 +13,9 @@ from mnemo.postgres.vectors import hnsw_index
 
 # Where each store keeps its vectors, and the component whose schema version covers them.
 TABLES = {"graph": ("graph_vectors", "vector"), "archive": ("message_vectors", "embedding")}
+# Each component's schema version in the last release whose vectors were indexed at full precision (the
+# archive's later steps are written to be run again over their own result).
+FULL_PRECISION = {"graph": 1, "archive": 3}
 
 
 def _fill(kind: str, url: str) -> None:
@@ -76,13 +79,13 @@ def test_an_upgrade_replaces_an_earlier_release_full_precision_index(kind, postg
     current = hnsw_index(table, column, "concepts-v1", 8)
     old = f"{table}_hnsw_0123456789ab"
     with psycopg.connect(postgres_url, autocommit=True) as conn:
-        # The database as the previous release left it: one full-precision index, one schema version back.
+        # The database as an earlier release left it: one full-precision index, at that release's version.
         conn.execute(f"DROP INDEX mnemo.{current.name}")
         conn.execute(
             f"CREATE INDEX {old} ON mnemo.{table} USING hnsw ((CAST({column} AS public.vector(8)))"
             f" public.vector_cosine_ops) WHERE {current.rows}"
         )
-        conn.execute("UPDATE mnemo.schema_versions SET version = version - 1 WHERE component = %s", (kind,))
+        conn.execute("UPDATE mnemo.schema_versions SET version = %s WHERE component = %s", (FULL_PRECISION[kind], kind))
     scores = _search(kind, postgres_url, "a puppy")
     assert list(_hnsw_indexes(postgres_url, table)) == [current.name]
     assert scores[0] == pytest.approx(float(np.dot(*ConceptEmbedder().embed(["a puppy", "The hound sleeps all day"]))))

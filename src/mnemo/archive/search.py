@@ -73,7 +73,13 @@ ASKS_TAIL = 500
 _LIKE_SNIPPET_CHARS = 40
 
 
-SESSION_SCOPE_CLAUSE = "s.user_id = ? AND s.agent_id = ? AND s.channel_id = ?"
+def scope_clause(alias: str) -> str:
+    """The condition that the row ``alias`` (a session, or a message carrying its session's scope) belongs to a
+    scope, with the scope's three ids as parameters (:meth:`Scope.as_params`)."""
+    return f"{alias}.user_id = ? AND {alias}.agent_id = ? AND {alias}.channel_id = ?"
+
+
+SESSION_SCOPE_CLAUSE = scope_clause("s")
 
 
 @dataclass(frozen=True)
@@ -89,11 +95,12 @@ class Filters:
     sessions: tuple[str, ...] = ()
     scope: Scope = field(default_factory=Scope)
 
-    def sql(self, time_column: str = "m.created_at") -> tuple[str, list[object]]:
-        """A ``WHERE`` fragment over ``m`` (messages) and ``s`` (sessions) and its parameters;
-        ``since``/``until`` apply to ``time_column``."""
+    def sql(self, time_column: str = "m.created_at", *, sessions: str = "s") -> tuple[str, list[object]]:
+        """A ``WHERE`` fragment over ``m`` (messages) and ``sessions``, the alias whose scope and source columns
+        are read (``"m"`` where messages carry their session's), and its parameters; ``since``/``until`` apply
+        to ``time_column``."""
         # The scope comes first and is never optional: no search can reach another scope's sessions.
-        clauses: list[str] = [SESSION_SCOPE_CLAUSE]
+        clauses: list[str] = [scope_clause(sessions)]
         params: list[object] = list(self.scope.as_params())
 
         def among(column: str, values: Sequence[str], negate: bool = False) -> None:
@@ -104,9 +111,9 @@ class Filters:
         if self.roles:
             among("m.role", self.roles)
         if self.sources:
-            among("s.source", self.sources)
+            among(f"{sessions}.source", self.sources)
         elif not self.include_hidden:
-            among("s.source", sorted(HIDDEN_SOURCES), negate=True)
+            among(f"{sessions}.source", sorted(HIDDEN_SOURCES), negate=True)
         if self.since is not None:
             clauses.append(f"{time_column} >= ?")
             params.append(self.since)

@@ -5,12 +5,15 @@ Full text is a stored ``tsvector`` column with a GIN index, in mnemo's own text-
 split on, and substrings. Vectors live in ``message_vectors`` with pgvector; the HNSW index is made per
 embedding model (see :mod:`mnemo.postgres.vectors`).
 
-Scopes are columns of ``sessions``, as in SQLite, and every query joins through them.
+Scopes are columns of ``sessions``, as in SQLite. Each message also carries its session's scope and source,
+copied by a trigger when the message is written (a session's scope and source never change): full-text search
+filters on them without joining ``sessions``, whose every row the planner would otherwise hash on each search
+(7-11 ms at 20,000 sessions, whatever the number of matches).
 """
 
 from __future__ import annotations
 
-from .connection import Executor
+from .connection import SCHEMA, Executor
 from .text_search import CONFIG, ensure_configuration
 from .vectors import rebuild_hnsw
 
@@ -87,4 +90,29 @@ def _v4(executor: Executor) -> None:
     rebuild_hnsw(executor, "message_vectors", "embedding")
 
 
-MIGRATIONS = [_extensions, _v1, _V3, _v4]
+# Filled by the trigger for every new message, and by the UPDATE for those written before it, rewriting only
+# the rows whose session is not in the defaults' scope and source. Safe to run again over its own result. The
+# trigger's lookup keeps one plan: mnemo's connections plan every statement for its values (see
+# mnemo.postgres.connection), which for a trigger is a fresh plan per row and cost ingest 15%.
+_V5 = f"""
+ALTER TABLE messages
+    ADD COLUMN IF NOT EXISTS user_id TEXT NOT NULL DEFAULT '',
+    ADD COLUMN IF NOT EXISTS agent_id TEXT NOT NULL DEFAULT '',
+    ADD COLUMN IF NOT EXISTS channel_id TEXT NOT NULL DEFAULT '',
+    ADD COLUMN IF NOT EXISTS source TEXT NOT NULL DEFAULT 'cli';
+CREATE OR REPLACE FUNCTION message_session() RETURNS trigger LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan AS $$
+BEGIN
+    SELECT s.user_id, s.agent_id, s.channel_id, s.source INTO NEW.user_id, NEW.agent_id, NEW.channel_id, NEW.source
+        FROM {SCHEMA}.sessions s WHERE s.id = NEW.session_id;
+    RETURN NEW;
+END $$;
+DROP TRIGGER IF EXISTS messages_session ON messages;
+CREATE TRIGGER messages_session BEFORE INSERT OR UPDATE OF session_id ON messages
+    FOR EACH ROW EXECUTE FUNCTION message_session();
+UPDATE messages m SET user_id = s.user_id, agent_id = s.agent_id, channel_id = s.channel_id, source = s.source
+    FROM sessions s WHERE s.id = m.session_id
+    AND (m.user_id, m.agent_id, m.channel_id, m.source) <> (s.user_id, s.agent_id, s.channel_id, s.source);
+"""
+
+MIGRATIONS = [_extensions, _v1, _V3, _v4, _V5]

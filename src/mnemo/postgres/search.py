@@ -36,7 +36,8 @@ from ..retrieval import cjk_ngrams, has_cjk
 from .connection import Executor
 from .text_search import K1, ONE_OCCURRENCE, B, TermStatistics, bm25_idf
 
-_MATCHES = "FROM messages m JOIN sessions s ON s.id = m.session_id"
+# Messages carry their session's scope and source (see mnemo.postgres.archive_schema): no join to filter them.
+_MATCHES = "FROM messages m"
 # A word the statistics count at this many times the probe's budget is estimated instead of probed.
 _KNOWN_COMMON = 2
 
@@ -69,7 +70,7 @@ class PostgresSearcher(BaseSearcher):
         tsquery = self._tsquery(fts_query)
         if not tsquery:
             return []
-        where, params = filters.sql()
+        where, params = filters.sql(sessions="m")
         rows = self._conn.execute(
             f"SELECT m.id, -ts_rank(m.search, CAST(? AS tsquery), 1) AS score {_MATCHES}"
             f" WHERE m.search @@ CAST(? AS tsquery) AND {where} ORDER BY {order_clause(sort, 'score')} LIMIT ?",
@@ -141,7 +142,7 @@ class PostgresSearcher(BaseSearcher):
         score = " + ".join(f"? * f{i} * {K1 + 1} / (f{i} + {norm})" for i in range(len(compiled)))
         average = self._terms.average_length(self._conn)
         score_params = [value for phrase in compiled for value in (weights[phrase], average)]
-        where, params = filters.sql()
+        where, params = filters.sql(sessions="m")
         rows = self._conn.execute(
             f"SELECT m.id, -({score}) AS score {_MATCHES} CROSS JOIN LATERAL (SELECT {frequencies}) AS tf"
             f" WHERE m.search @@ CAST(? AS tsquery){window} AND {where} ORDER BY {order_clause(sort, 'score')} LIMIT ?",
@@ -171,7 +172,7 @@ class PostgresSearcher(BaseSearcher):
     def _like(self, terms: list[str], *, every: bool, limit: int, filters: Filters, sort: str) -> list[Match]:
         if not terms:
             return []
-        where, params = filters.sql()
+        where, params = filters.sql(sessions="m")
         likes = ["m.content LIKE ? ESCAPE '\\'" for _ in terms]
         patterns = [like_pattern(t) for t in terms]
         # Relevance for an OR: how many of the pieces a message holds (more pieces, better match).
