@@ -21,9 +21,13 @@ def _fill(url: str) -> None:
     """Two scopes' sessions, one of them hidden from default searches (a subagent's)."""
     with open_archive(url, scope=Scope("ana")) as ana:
         ana.append(ana.start_session("ana-1"), {"role": "user", "content": "the kestrel nests on the tower"})
-        ana.append(ana.start_session("ana-2", source="subagent"), {"role": "user", "content": "kestrel survey by a helper"})
+        ana.append(
+            ana.start_session("ana-2", source="subagent"), {"role": "user", "content": "kestrel survey by a helper"}
+        )
     with open_archive(url, scope=Scope("ben", "bot", "slack")) as ben:
-        ben.append(ben.start_session("ben-1", source="slack"), {"role": "user", "content": "a kestrel hovered over ben"})
+        ben.append(
+            ben.start_session("ben-1", source="slack"), {"role": "user", "content": "a kestrel hovered over ben"}
+        )
 
 
 def _found(url: str, scope: Scope, **options: object) -> set[str]:
