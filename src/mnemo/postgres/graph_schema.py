@@ -11,11 +11,40 @@ scope), so within a scope a larger ``seq`` is always committed later.
 
 from __future__ import annotations
 
-from .connection import Executor
+from .connection import SCHEMA, Executor
 from .text_search import CONFIG, ensure_configuration
 from .vectors import rebuild_hnsw
 
 COMPONENT = "graph"
+
+# Keeps graph_tallies in step with graph_memories. Its tables are named with their schema, so fix-ups run
+# from psql without mnemo's search path keep working; it keeps one plan per statement (mnemo's connections
+# plan every statement for its values, which for a trigger would mean planning per row); and a tally that
+# reaches zero is removed by its key, not by a scan of every scope's tallies.
+_TALLY = f"""
+CREATE OR REPLACE FUNCTION graph_tally() RETURNS trigger LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan AS $$
+BEGIN
+    IF TG_OP IN ('UPDATE', 'DELETE') THEN
+        UPDATE {SCHEMA}.graph_tallies SET memories = memories - 1
+            WHERE user_id = OLD.user_id AND agent_id = OLD.agent_id AND channel_id = OLD.channel_id
+            AND ((field = 'source' AND value = OLD.source) OR (field = 'subject' AND value = OLD.subject));
+        DELETE FROM {SCHEMA}.graph_tallies
+            WHERE user_id = OLD.user_id AND agent_id = OLD.agent_id AND channel_id = OLD.channel_id
+            AND ((field = 'source' AND value = OLD.source) OR (field = 'subject' AND value = OLD.subject))
+            AND memories <= 0;
+    END IF;
+    IF TG_OP IN ('UPDATE', 'INSERT') THEN
+        INSERT INTO {SCHEMA}.graph_tallies AS t (user_id, agent_id, channel_id, field, value, memories)
+            SELECT NEW.user_id, NEW.agent_id, NEW.channel_id, 'source', NEW.source, 1 WHERE NEW.source <> ''
+            ON CONFLICT (user_id, agent_id, channel_id, field, value) DO UPDATE SET memories = t.memories + 1;
+        INSERT INTO {SCHEMA}.graph_tallies AS t (user_id, agent_id, channel_id, field, value, memories)
+            SELECT NEW.user_id, NEW.agent_id, NEW.channel_id, 'subject', NEW.subject, 1 WHERE NEW.subject <> ''
+            ON CONFLICT (user_id, agent_id, channel_id, field, value) DO UPDATE SET memories = t.memories + 1;
+    END IF;
+    RETURN NULL;
+END $$;
+"""
 
 _TABLES = f"""
 CREATE TABLE graph_memories (
@@ -85,24 +114,7 @@ CREATE TABLE graph_tallies (
     PRIMARY KEY (user_id, agent_id, channel_id, field, value)
 );
 
-CREATE FUNCTION graph_tally() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    IF TG_OP IN ('UPDATE', 'DELETE') THEN
-        UPDATE graph_tallies SET memories = memories - 1
-            WHERE user_id = OLD.user_id AND agent_id = OLD.agent_id AND channel_id = OLD.channel_id
-            AND ((field = 'source' AND value = OLD.source) OR (field = 'subject' AND value = OLD.subject));
-        DELETE FROM graph_tallies WHERE memories <= 0;
-    END IF;
-    IF TG_OP IN ('UPDATE', 'INSERT') THEN
-        INSERT INTO graph_tallies (user_id, agent_id, channel_id, field, value, memories)
-            SELECT NEW.user_id, NEW.agent_id, NEW.channel_id, 'source', NEW.source, 1 WHERE NEW.source <> ''
-            ON CONFLICT (user_id, agent_id, channel_id, field, value) DO UPDATE SET memories = graph_tallies.memories + 1;
-        INSERT INTO graph_tallies (user_id, agent_id, channel_id, field, value, memories)
-            SELECT NEW.user_id, NEW.agent_id, NEW.channel_id, 'subject', NEW.subject, 1 WHERE NEW.subject <> ''
-            ON CONFLICT (user_id, agent_id, channel_id, field, value) DO UPDATE SET memories = graph_tallies.memories + 1;
-    END IF;
-    RETURN NULL;
-END $$;
+{_TALLY}
 CREATE TRIGGER graph_tallies_insert AFTER INSERT OR DELETE ON graph_memories
     FOR EACH ROW EXECUTE FUNCTION graph_tally();
 CREATE TRIGGER graph_tallies_update AFTER UPDATE OF source, subject, user_id, agent_id, channel_id ON graph_memories
@@ -162,4 +174,4 @@ def _v2(executor: Executor) -> None:
     rebuild_hnsw(executor, "graph_vectors", "vector")
 
 
-MIGRATIONS = [_v1, _v2]
+MIGRATIONS = [_v1, _v2, _TALLY]
