@@ -1,5 +1,6 @@
-"""The archive's PostgreSQL schema: every message carries its session's scope and source, so full-text search
-filters on the message alone, and an upgraded database fills them in for the messages it already holds."""
+"""The archive on PostgreSQL: every message carries its session's scope and source, so full-text search
+filters on the message alone, an upgraded database fills them in for the messages it already holds, and a
+search takes one connection from the pool for all its steps."""
 
 from __future__ import annotations
 
@@ -69,3 +70,15 @@ def test_an_upgrade_gives_earlier_messages_their_session_scope(postgres_url):
     assert _found(postgres_url, Scope("ben", "bot", "slack")) == {"a kestrel hovered over ben"}
     assert _messages(postgres_url) == expected
     assert _found(postgres_url, Scope("ana")) == {"the kestrel nests on the tower"}
+
+
+def test_a_search_reads_through_one_pooled_connection(postgres_url, monkeypatch):
+    # Each connection taken from the pool is checked with a round trip; a search has about eight steps.
+    _fill(postgres_url)
+    with open_archive(postgres_url, scope=Scope("ana")) as archive:
+        taken = []
+        read = type(archive._db).read
+        monkeypatch.setattr(type(archive._db), "read", lambda database: taken.append(1) or read(database))
+        assert [group.root.id for group in archive.search("kestrel tower")] == ["ana-1"]
+        assert archive.search_messages("kestrel")
+        assert len(taken) == 2

@@ -122,7 +122,8 @@ class Archive(ABC):
 
     @abstractmethod
     def _reading(self) -> AbstractContextManager[Any]:
-        """A connection to read from, for the duration of the ``with`` block."""
+        """A connection to read from, for the duration of the ``with`` block; a reading nested in another on
+        the same thread gets the same connection."""
 
     @abstractmethod
     def _insert_messages(self, conn: Any, session_id: str, rows: Sequence[MessageRow]) -> list[int]:
@@ -505,7 +506,8 @@ class Archive(ABC):
         if sort not in SORTS:
             raise InvalidArgument("sort", f"must be one of {', '.join(SORTS)}")
         filters = self._filters(role, source, include_hidden, since, until, exclude_session, session_id)
-        return self._hits(self._snippets(self._find(query, limit, filters, sort)), context)
+        with self._reading():  # one connection for every step of the search
+            return self._hits(self._snippets(self._find(query, limit, filters, sort)), context)
 
     def search(
         self,
@@ -535,6 +537,12 @@ class Archive(ABC):
         if sort not in SORTS:
             raise InvalidArgument("sort", f"must be one of {', '.join(SORTS)}")
         filters = self._filters(role, source, include_hidden, since, until, exclude_session)
+        with self._reading():  # one connection for every step of the search
+            return self._grouped(query, limit, filters, sort, context, hits_per_session)
+
+    def _grouped(
+        self, query: str, limit: int, filters: Filters, sort: str, context: int, hits_per_session: int
+    ) -> list[SessionHits]:
         matches = self._find(query, min(1000, limit * _HITS_PER_CANDIDATE_SESSION), filters, sort)
         owners: dict[int, str] = {}
         if matches:

@@ -114,12 +114,18 @@ class PostgresArchive(Archive):
 
     @contextmanager
     def _reading(self) -> Iterator[Executor]:
-        open_transaction = getattr(self._local, "executor", None)
-        if open_transaction is not None:
-            yield open_transaction
+        # Nested readings on one thread share the outer one's connection: taking one from the pool checks it
+        # with a round trip, and a search reads in about eight steps.
+        held = getattr(self._local, "executor", None) or getattr(self._local, "reader", None)
+        if held is not None:
+            yield held
             return
         with self._db.read() as executor:
-            yield executor
+            self._local.reader = executor
+            try:
+                yield executor
+            finally:
+                self._local.reader = None
 
     # -- the PostgreSQL side of writing ------------------------------------------------------------
 
