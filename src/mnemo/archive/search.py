@@ -24,6 +24,7 @@ from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any, Protocol
 
 from ..errors import InvalidArgument
@@ -186,6 +187,7 @@ _WORD_RE = re.compile(r"[^\W_]+")
 _SUFFIXES = ("ingly", "edly", "ing", "ies", "ied", "es", "ed", "ly", "s")
 
 
+@lru_cache(maxsize=8192)  # a snippet stems every word of its message, and messages share most words
 def _stem(word: str) -> str:
     # A light suffix strip, enough to highlight "deployed" for "deploy"; ranking uses FTS5's porter.
     word = word.lower()

@@ -23,6 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from functools import lru_cache
 from typing import Any
 
 from .._db import DatabaseError
@@ -75,9 +76,13 @@ class Row(tuple):
 
 
 def _row_factory(cursor: Any) -> Callable[[Sequence[Any]], Row]:
-    columns = {column.name: index for index, column in enumerate(cursor.description or ())}
-    row_type = type("Row", (Row,), {"_columns": columns, "__slots__": ()})
-    return row_type
+    return _row_type(tuple(column.name for column in cursor.description or ()))
+
+
+@lru_cache(maxsize=512)  # a statement's columns are the same each run, and making a class costs tens of µs
+def _row_type(names: tuple[str, ...]) -> type[Row]:
+    columns = {name: index for index, name in enumerate(names)}
+    return type("Row", (Row,), {"_columns": columns, "__slots__": ()})
 
 
 class Executor:
