@@ -5,6 +5,7 @@ search takes one connection from the pool for all its steps."""
 from __future__ import annotations
 
 import psycopg
+import pytest
 
 from mnemo.archive import open_archive
 from mnemo.scope import Scope
@@ -82,3 +83,11 @@ def test_a_search_reads_through_one_pooled_connection(postgres_url, monkeypatch)
         assert [group.root.id for group in archive.search("kestrel tower")] == ["ana-1"]
         assert archive.search_messages("kestrel")
         assert len(taken) == 2
+
+
+def test_a_message_for_a_missing_session_is_refused_by_the_foreign_key(postgres_url):
+    _fill(postgres_url)
+    with psycopg.connect(postgres_url, autocommit=True) as conn, pytest.raises(psycopg.errors.ForeignKeyViolation):
+        conn.execute(
+            "INSERT INTO mnemo.messages (session_id, role, content, created_at) VALUES ('no-such-session', 'user', 'x', 0)"
+        )

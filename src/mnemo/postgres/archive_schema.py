@@ -102,9 +102,17 @@ ALTER TABLE messages
     ADD COLUMN IF NOT EXISTS source TEXT NOT NULL DEFAULT 'cli';
 CREATE OR REPLACE FUNCTION message_session() RETURNS trigger LANGUAGE plpgsql
 SET plan_cache_mode = force_generic_plan AS $$
+DECLARE
+    owner RECORD;
 BEGIN
-    SELECT s.user_id, s.agent_id, s.channel_id, s.source INTO NEW.user_id, NEW.agent_id, NEW.channel_id, NEW.source
-        FROM {SCHEMA}.sessions s WHERE s.id = NEW.session_id;
+    SELECT s.user_id, s.agent_id, s.channel_id, s.source INTO owner FROM {SCHEMA}.sessions s WHERE s.id = NEW.session_id;
+    -- No session: the row is left as it is, for the foreign key to refuse by name.
+    IF FOUND THEN
+        NEW.user_id := owner.user_id;
+        NEW.agent_id := owner.agent_id;
+        NEW.channel_id := owner.channel_id;
+        NEW.source := owner.source;
+    END IF;
     RETURN NEW;
 END $$;
 DROP TRIGGER IF EXISTS messages_session ON messages;
