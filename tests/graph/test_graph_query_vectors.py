@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import signal
 import threading
@@ -106,6 +107,7 @@ def test_a_forked_child_can_recall_with_vectors_after_the_parent_did(db_path):
     if pid == 0:  # the child: exit code 0 only if its recall completes and finds the memory
         code = 1
         try:
+            faulthandler.dump_traceback_later(15)  # if it hangs, the failure shows where
             signal.alarm(20)
             with MemoryGraph(db_path, embedder=ConceptEmbedder()) as child:
                 code = 0 if [r.memory.id for r in child.recall("hound")] == [pet.id] else 1
@@ -113,6 +115,31 @@ def test_a_forked_child_can_recall_with_vectors_after_the_parent_did(db_path):
             os._exit(code)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_child_forked_while_the_parent_holds_the_graph_open_uses_connections_of_its_own(db_path):
+    # What a pre-forking server does: open the memory, then fork workers. The parent goes on using its
+    # graph afterwards, so the child must neither borrow nor close the parent's connections.
+    with MemoryGraph(db_path, embedder=ConceptEmbedder()) as graph:
+        pet = graph.remember("Our puppy chews shoes")
+        assert graph.recall("canine")
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                faulthandler.dump_traceback_later(15)
+                signal.alarm(20)
+                with MemoryGraph(db_path, embedder=ConceptEmbedder()) as child:
+                    found = [r.memory.id for r in child.recall("hound")]
+                    child.remember("The kitten sleeps all day")
+                code = 0 if found == [pet.id] else 1
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert [r.memory.content for r in graph.recall("kitten")] == ["The kitten sleeps all day"]
+        assert graph.recall("canine")[0].memory.id == pet.id
 
 
 def test_recalls_from_several_threads_find_what_one_thread_finds(db_path):

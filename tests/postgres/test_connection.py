@@ -3,6 +3,8 @@ while a writer is busy."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -72,6 +74,57 @@ def test_a_transaction_that_raises_is_rolled_back_and_the_session_goes_on(sessio
     with session.transaction(["mnemo:test"]):
         session.execute("INSERT INTO t VALUES (2)")
     assert [tuple(r) for r in session.execute("SELECT x FROM t")] == [(2,)]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_pool_opened_before_a_fork_is_refused_in_the_child_and_stays_the_parents(postgres_url):
+    database = PostgresDatabase.shared(postgres_url)
+    try:
+        with database.read() as executor:
+            backend = executor.execute("SELECT pg_backend_pid()").fetchone()[0]
+        pid = os.fork()
+        if pid == 0:  # exit code 0 only if the inherited pool is refused and a fresh one works
+            code = 1
+            try:
+                signal.alarm(20)
+                try:
+                    with database.read():
+                        pass
+                except DatabaseError as exc:
+                    refused = "before this process forked" in str(exc)
+                else:
+                    refused = False
+                database.close()  # must leave the parent's connections alone
+                fresh = PostgresDatabase.shared(postgres_url)
+                with fresh.read() as executor:
+                    works = executor.execute("SELECT 1").fetchone()[0] == 1
+                code = 0 if refused and works and fresh is not database else 1
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        with database.read() as executor:  # the same session as before: the child did not end it
+            assert executor.execute("SELECT pg_backend_pid()").fetchone()[0] == backend
+    finally:
+        database.release()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_session_opened_before_a_fork_is_refused_in_the_child(session):
+    pid = os.fork()
+    if pid == 0:  # exit code 0 only if the statement is refused by name
+        code = 1
+        try:
+            signal.alarm(20)
+            try:
+                session.execute("SELECT 1")
+            except DatabaseError as exc:
+                code = 0 if "before this process forked" in str(exc) else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert session.execute("SELECT 1").fetchone()[0] == 1
 
 
 def test_a_schema_holding_another_programs_tables_is_refused_and_left_untouched(postgres_url):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import random
 import re
 import threading
@@ -146,6 +147,7 @@ class PostgresDatabase:
             ) from exc
         self.url = url
         self._psycopg = psycopg
+        self._pid = os.getpid()
         self._users = 0
         self._migrated: set[str] = set()
         self._lock = threading.Lock()
@@ -184,6 +186,16 @@ class PostgresDatabase:
 
     _shared: dict[str, PostgresDatabase] = {}
     _shared_lock = threading.Lock()
+    # Pools a forked child inherited: their connections are the parent's sockets and their worker threads
+    # did not survive the fork, so the child never uses them; it keeps them referenced so that they are never
+    # closed from the child either (which would cut the parent's sessions).
+    _inherited: list[PostgresDatabase] = []
+
+    @classmethod
+    def _forget_after_fork(cls) -> None:
+        cls._inherited.extend(cls._shared.values())
+        cls._shared = {}
+        cls._shared_lock = threading.Lock()
 
     @classmethod
     def shared(cls, url: str) -> PostgresDatabase:
@@ -210,14 +222,24 @@ class PostgresDatabase:
         return bool(self._pool.closed)
 
     def close(self) -> None:
-        """Close every connection of the pool; idempotent."""
-        self._pool.close()
+        """Close every connection of the pool; idempotent. In a forked child it does nothing: the
+        connections are the parent's."""
+        if os.getpid() == self._pid:
+            self._pool.close()
+
+    def _own(self) -> None:
+        if os.getpid() != self._pid:
+            raise DatabaseError(
+                f"the connections to {redact(self.url)} were opened before this process forked; open the store"
+                " again in the child"
+            )
 
     # -- work --------------------------------------------------------------------------------------
 
     @contextmanager
     def read(self) -> Iterator[Executor]:
         """A pooled connection for reads (each statement its own snapshot)."""
+        self._own()
         with self._pool.connection() as conn:
             yield Executor(conn)
 
@@ -228,6 +250,7 @@ class PostgresDatabase:
         rolls everything back and starts again on a fresh connection. Errors raised by ``work`` itself
         (a refusal, bad input) roll back and propagate unchanged.
         """
+        self._own()
         psycopg = self._psycopg
         for attempt in range(_RETRIES):
             try:
@@ -319,6 +342,10 @@ class PostgresDatabase:
         return version
 
 
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=PostgresDatabase._forget_after_fork)
+
+
 class Session(Executor):
     """One connection held for a store's lifetime, as an SQLite store holds its one connection: statements
     run in autocommit, and :meth:`transaction` groups writes. A connection the server dropped is replaced
@@ -331,6 +358,7 @@ class Session(Executor):
         super().__init__(database._connect())
 
     def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> Any:
+        self._database._own()
         lost = self._database._psycopg.OperationalError
         try:
             if self._depth:
@@ -349,6 +377,7 @@ class Session(Executor):
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         # Not re-run after a lost connection: outside a transaction, some rows may have landed.
+        self._database._own()
         if not self._depth and (self.connection.broken or self.connection.closed):
             self._reconnect()
         try:
