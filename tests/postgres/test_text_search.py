@@ -1,13 +1,18 @@
-"""How full text stays bounded on PostgreSQL: common words counted from the column's statistics, and a word
-with many matches proposing only its newest ones, in the graph and in the archive."""
+"""How full text stays bounded on PostgreSQL: common words counted from the column's statistics, a word with
+many matches proposing only its newest ones, in the graph and in the archive; and queries compiled from
+phrases PostgreSQL stemmed, each phrase once."""
 
 from __future__ import annotations
+
+import psycopg
 
 from mnemo.archive import open_archive
 from mnemo.archive.search import MATCH_BUDGET
 from mnemo.graph import MemoryGraph
 from mnemo.postgres import graph as postgres_graph
+from mnemo.postgres.connection import Executor
 from mnemo.postgres.search import PostgresSearcher
+from mnemo.postgres.text_search import CONFIG, compile_tsquery
 
 
 def test_a_common_word_is_counted_from_the_column_statistics(postgres_url):
@@ -16,8 +21,9 @@ def test_a_common_word_is_counted_from_the_column_statistics(postgres_url):
         graph.remember("a single kayak")
         engine = graph._engine
         graph._conn.execute("ANALYZE graph_memories")
-        assert abs(engine.count_matches(graph._conn, '"user"', 5000) - 2000) <= 20
-        assert engine.count_matches(graph._conn, '"kayak"', 5000) == 1
+        user, kayak = engine.count_matches(graph._conn, ['"user"', '"kayak"'], 5000)
+        assert abs(user - 2000) <= 20
+        assert kayak == 1
 
 
 def test_a_word_with_many_matches_proposes_its_newest_and_a_rare_word_still_finds_an_old_one(postgres_url, monkeypatch):
@@ -59,3 +65,39 @@ def test_a_search_for_a_common_word_finds_its_newest_matches_and_a_rare_word_its
         assert all(hit.message.id >= ids[-MATCH_BUDGET - 100] for hit in archive.search_messages("deploy", limit=5))
         [kayak] = archive.search_messages("kayak trip")
         assert kayak.message.content == "a single kayak trip"
+
+
+def test_a_query_is_put_together_as_postgresql_combines_its_phrases(postgres_url):
+    cases = {
+        '"walked" OR "dogs"': "phraseto_tsquery(%(c)s, 'walked') || phraseto_tsquery(%(c)s, 'dogs')",
+        '"new york" AND "pizza"': "phraseto_tsquery(%(c)s, 'new york') && phraseto_tsquery(%(c)s, 'pizza')",
+        '"cats" NOT "dogs" OR "birds"': "(phraseto_tsquery(%(c)s, 'cats') && !!phraseto_tsquery(%(c)s, 'dogs'))"
+        " || phraseto_tsquery(%(c)s, 'birds')",
+        '"e-mail" OR "runn"*': "phraseto_tsquery(%(c)s, 'e mail') || to_tsquery(%(c)s, 'runn:*')",
+    }
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        open_archive(postgres_url).close()  # creates mnemo's text-search configuration
+        executor = Executor(conn)
+        for expression, expected in cases.items():
+            compiled = compile_tsquery(executor, expression)
+            same = conn.execute(
+                f"SELECT CAST(%(q)s AS tsquery) = ({expected})", {"q": compiled, "c": CONFIG}
+            ).fetchone()[0]
+            assert same, (expression, compiled)
+
+
+def test_phrases_compiled_before_are_not_sent_again(postgres_url):
+    class Counting(Executor):
+        statements = 0
+
+        def execute(self, sql, params=()):
+            Counting.statements += 1
+            return super().execute(sql, params)
+
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        open_archive(postgres_url).close()
+        executor, known = Counting(conn), {}
+        compile_tsquery(executor, '"walked" OR "dogs" OR "home"', known)
+        assert Counting.statements == 1  # three phrases, one round trip
+        assert compile_tsquery(executor, '"dogs" AND "walked"', known) == "'dog' & 'walk'"
+        assert Counting.statements == 1

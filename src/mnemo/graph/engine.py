@@ -143,8 +143,8 @@ class GraphEngine(ABC):
     # -- full text ---------------------------------------------------------------------------------
 
     @abstractmethod
-    def count_matches(self, conn: Any, expression: str, limit: int) -> int:
-        """How many memories (all scopes) match the FTS5-syntax ``expression``, counted up to ``limit``."""
+    def count_matches(self, conn: Any, expressions: Sequence[str], limit: int) -> list[int]:
+        """How many memories (all scopes) match each of the FTS5-syntax ``expressions``, counted up to ``limit``."""
 
     @abstractmethod
     def text_candidates(
@@ -264,11 +264,14 @@ class SqliteEngine(GraphEngine):
         finally:
             conn.close()
 
-    def count_matches(self, conn: sqlite3.Connection, expression: str, limit: int) -> int:
-        return conn.execute(
-            "SELECT count(*) FROM (SELECT 1 FROM graph_memories_fts WHERE graph_memories_fts MATCH ? LIMIT ?)",
-            (expression, limit),
-        ).fetchone()[0]
+    def count_matches(self, conn: sqlite3.Connection, expressions: Sequence[str], limit: int) -> list[int]:
+        return [
+            conn.execute(
+                "SELECT count(*) FROM (SELECT 1 FROM graph_memories_fts WHERE graph_memories_fts MATCH ? LIMIT ?)",
+                (expression, limit),
+            ).fetchone()[0]
+            for expression in expressions
+        ]
 
     def text_candidates(
         self, conn: sqlite3.Connection, scope: Scope, expression: str, alive: str, count: int, matches: Mapping[str, int]

@@ -116,7 +116,7 @@ def _text_query(query: str, engine: GraphEngine | None = None) -> _TextQuery:
     terms = list(parsed.terms)
     if engine is None:
         return _TextQuery(or_query(terms))
-    counts = {term: engine.count_matches(engine.conn, or_query([term]), COMMON_MATCHES) for term in terms}
+    counts = dict(zip(terms, engine.count_matches(engine.conn, [or_query([t]) for t in terms], COMMON_MATCHES), strict=True))
     rare = [term for term in terms if counts[term] < COMMON_MATCHES]
     # Scoring sources walks each term's matches: rarest terms first, within SOURCE_TEXT_MATCHES in all.
     counted, budget = [], SOURCE_TEXT_MATCHES

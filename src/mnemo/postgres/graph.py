@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..database import table_owner
-from ..graph.engine import SOURCE_SIZE, GraphEngine, Hits
+from ..graph.engine import GraphEngine, Hits
 from ..graph.recall import COMMON_MATCHES
 from ..graph.schema import SCOPE_CLAUSE, scope_params
 from ..scope import Scope
@@ -129,27 +129,34 @@ class PostgresEngine(GraphEngine):
             self._top_read = now
         return self._top_value
 
-    def count_matches(self, conn: Session, expression: str, limit: int) -> int:
-        tsquery = self._tsquery(conn, expression)
-        if not tsquery:
-            return 0
+    def count_matches(self, conn: Session, expressions: Sequence[str], limit: int) -> list[int]:
         # Counting walks every match (a few microseconds each). A word common enough to be in the column's
         # statistics is counted from them, as the planner estimates it; any other is rare enough to count,
-        # and how common it is changes slowly: a count is kept until the table has grown a tenth.
+        # and how common it is changes slowly: a count is kept until the table has grown a tenth. The
+        # phrases are compiled, and the rest counted, in one round trip each.
+        tsqueries = self._terms.tsqueries(conn, expressions)
         top = self._top(conn)
-        if (share := self._terms.share(conn, tsquery)) is not None:
-            return min(limit, round(share * top))
-        known = self._counts.get((tsquery, limit))
-        if known is not None and top <= known[1] * 1.1 + 100:
-            return known[0]
-        found = conn.execute(
-            "SELECT count(*) FROM (SELECT 1 FROM graph_memories WHERE search @@ CAST(? AS tsquery) LIMIT ?) AS hits",
-            (tsquery, limit),
-        ).fetchone()[0]
-        if len(self._counts) >= _COUNTS_KEPT:
-            self._counts.clear()
-        self._counts[(tsquery, limit)] = (found, top)
-        return found
+        found: dict[str, int] = {"": 0}
+        for tsquery in dict.fromkeys(tsqueries):
+            if (share := self._terms.share(conn, tsquery)) is not None:
+                found[tsquery] = min(limit, round(share * top))
+            elif (known := self._counts.get((tsquery, limit))) is not None and top <= known[1] * 1.1 + 100:
+                found[tsquery] = known[0]
+        walk = [tsquery for tsquery in dict.fromkeys(tsqueries) if tsquery not in found]
+        if walk:
+            row = conn.execute(
+                "SELECT " + ", ".join(
+                    "(SELECT count(*) FROM (SELECT 1 FROM graph_memories WHERE search @@ CAST(? AS tsquery) LIMIT ?) AS hits)"
+                    for _ in walk
+                ),
+                [value for tsquery in walk for value in (tsquery, limit)],
+            ).fetchone()
+            if len(self._counts) + len(walk) > _COUNTS_KEPT:
+                self._counts.clear()
+            for tsquery, count in zip(walk, row, strict=True):
+                found[tsquery] = count
+                self._counts[(tsquery, limit)] = (count, top)
+        return [found[tsquery] for tsquery in tsqueries]
 
     def text_candidates(
         self, conn: Session, scope: Scope, expression: str, alive: str, count: int, matches: Mapping[str, int]
@@ -159,7 +166,9 @@ class PostgresEngine(GraphEngine):
         if not matched or not scored:
             return {}
         documents = self._top(conn)
-        counts = [matches[p] if p in matches else self.count_matches(conn, p, COMMON_MATCHES) for p in scored.values()]
+        uncounted = [p for p in scored.values() if p not in matches]
+        counted = {**dict(zip(uncounted, self.count_matches(conn, uncounted, COMMON_MATCHES), strict=True)), **matches}
+        counts = [counted[p] for p in scored.values()]
         weights = [bm25_idf(documents, found) for found in counts]
         frequencies = ", ".join(
             f"ts_rank(m.search, CAST(? AS tsquery), 0) / {ONE_OCCURRENCE} AS f{i}" for i in range(len(scored))
@@ -195,13 +204,16 @@ class PostgresEngine(GraphEngine):
         wanted = [q for q in compiled if q]
         if not wanted:
             return [[] for _ in phrases]
-        # One walk of the matches of them all, counted per phrase.
-        held = ", ".join("count(*) FILTER (WHERE m.search @@ CAST(? AS tsquery))" for _ in wanted)
+        # One walk of the matches of them all, counted per phrase; each source's size is joined on after
+        # grouping (a lookup per source from inside the grouping cost twice as much at 100k memories).
+        held = ", ".join(f"count(*) FILTER (WHERE m.search @@ CAST(? AS tsquery)) AS c{i}" for i in range(len(wanted)))
         # Plain tuples: each row is read once per phrase, and a PostgreSQL row's item access is a Python call.
         rows = [tuple(row) for row in conn.execute(
-            f"SELECT m.source, {SOURCE_SIZE}, {held} FROM graph_memories m WHERE m.search @@ CAST(? AS tsquery)"
-            f" AND {SCOPE_CLAUSE} AND m.source <> ''{alive} GROUP BY m.source",
-            (*scope_params(scope), *wanted, " | ".join(f"({q})" for q in wanted), *scope_params(scope)),
+            f"SELECT g.source, t.memories, {', '.join(f'g.c{i}' for i in range(len(wanted)))} FROM (SELECT m.source,"
+            f" {held} FROM graph_memories m WHERE m.search @@ CAST(? AS tsquery) AND {SCOPE_CLAUSE}"
+            f" AND m.source <> ''{alive} GROUP BY m.source) AS g LEFT JOIN graph_tallies t"
+            f" ON {SCOPE_CLAUSE.replace('m.', 't.')} AND t.field = 'source' AND t.value = g.source",
+            (*wanted, " | ".join(f"({q})" for q in wanted), *scope_params(scope), *scope_params(scope)),
         )]  # fmt: skip
         column = {q: i + 2 for i, q in enumerate(wanted)}
         return [

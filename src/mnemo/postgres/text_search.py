@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import re
 import time
+from collections.abc import Sequence
 from typing import Any
 
 CONFIG = "mnemo.english"
@@ -30,7 +31,7 @@ ONE_OCCURRENCE = 0.6079271
 _TOKEN = re.compile(r'"((?:[^"]|"")*)"(\*?)|\b(AND|OR|NOT)\b')
 _WORD = re.compile(r"[^\W_]+")
 _LEXEME = re.compile(r"'([^']+)'")
-# Compiled queries a process keeps per table, and how long what it reads about a table stays fresh.
+# Compiled phrases a process keeps per table, and how long what it reads about a table stays fresh.
 _COMPILED_KEPT = 1024
 _REFRESH_SECONDS = 60.0
 # Rows whose lengths give the average a row's length is compared with.
@@ -59,10 +60,14 @@ def phrases(fts_query: str) -> list[str]:
     return [f'"{phrase}"{star}' for phrase, star, word in _TOKEN.findall(fts_query) if not word]
 
 
-def compile_tsquery(executor: Any, fts_query: str) -> str:
-    """``fts_query`` as ``tsquery`` text; ``""`` when nothing in it is searchable."""
-    alternatives: list[list[tuple[str, bool]]] = [[]]  # OR of ANDs of (phrase expression, negated)
-    params: list[object] = []
+def compile_tsquery(executor: Any, fts_query: str, known: dict[tuple[str, str], str] | None = None) -> str:
+    """``fts_query`` as ``tsquery`` text; ``""`` when nothing in it is searchable.
+
+    Each phrase is compiled by PostgreSQL (its stemmer is the truth) and the query is put together here from
+    the pieces with tsquery's own operators, so ``known`` (phrase to compiled text, filled in as a side
+    effect) spares the round trip for phrases compiled before, and the unknown ones of a query share one."""
+    known = {} if known is None else known
+    alternatives: list[list[tuple[tuple[str, str], bool]]] = [[]]  # OR of ANDs of (phrase, negated)
     operator = None
     for phrase, star, word in _TOKEN.findall(fts_query):
         if word:
@@ -71,24 +76,32 @@ def compile_tsquery(executor: Any, fts_query: str) -> str:
         words = _WORD.findall(phrase.replace('""', '"'))
         if not words:
             continue
-        if star:
-            expression = "to_tsquery(CAST(? AS regconfig), ?)"
-            params += [CONFIG, " <-> ".join(words) + ":*"]
-        else:
-            expression = "phraseto_tsquery(CAST(? AS regconfig), ?)"
-            params += [CONFIG, " ".join(words)]
+        piece = ("to_tsquery", " <-> ".join(words) + ":*") if star else ("phraseto_tsquery", " ".join(words))
         if operator == "OR" and alternatives[-1]:
             alternatives.append([])
-        alternatives[-1].append((expression, operator == "NOT" and bool(alternatives[-1])))
+        alternatives[-1].append((piece, operator == "NOT" and bool(alternatives[-1])))
         operator = None
-    groups = [
-        "(" + " && ".join(f"!!({e})" if negated else f"({e})" for e, negated in group) + ")"
-        for group in alternatives
-        if group
-    ]
-    if not groups:
-        return ""
-    return executor.execute(f"SELECT CAST({' || '.join(groups)} AS text)", params).fetchone()[0] or ""
+    missing = list(dict.fromkeys(piece for group in alternatives for piece, _ in group if piece not in known))
+    if missing:
+        row = executor.execute(
+            "SELECT " + ", ".join(f"CAST({function}(CAST(? AS regconfig), ?) AS text)" for function, _ in missing),
+            [value for _, text in missing for value in (CONFIG, text)],
+        ).fetchone()
+        known.update(zip(missing, (text or "" for text in row), strict=True))
+    # A phrase of stop words alone compiles to nothing and drops out, as PostgreSQL's && and || drop an
+    # empty operand. A lone word stays bare ('word'), the form the column statistics are looked up by.
+    kept = [[(known[piece], negated) for piece, negated in group if known[piece]] for group in alternatives]
+    kept = [group for group in kept if group]
+    if len(kept) == 1 and len(kept[0]) == 1 and not kept[0][0][1]:
+        return kept[0][0][0]
+    return " | ".join(
+        " & ".join(("!" if negated else "") + _operand(compiled) for compiled, negated in group) for group in kept
+    )
+
+
+def _operand(compiled: str) -> str:
+    # ! binds tighter than <->, which binds tighter than & and |: a phrase goes in parentheses.
+    return compiled if _LEXEME.fullmatch(compiled) else f"( {compiled} )"
 
 
 def bm25_idf(documents: int, matches: float) -> float:
@@ -109,20 +122,21 @@ class TermStatistics:
     def __init__(self, table: str, order: str) -> None:
         """``table`` has a ``tsvector`` column ``search``; ``order`` is its column that grows with each row."""
         self._table, self._order = table, order
-        self._compiled: dict[str, str] = {}
+        self._compiled: dict[tuple[str, str], str] = {}
         self._common: dict[str, float] = {}
         self._average = 1.0
         self._read = -math.inf
 
     def tsquery(self, executor: Any, expression: str) -> str:
-        """:func:`compile_tsquery` of ``expression``, compiled once per process."""
-        found = self._compiled.get(expression)
-        if found is None:
-            found = compile_tsquery(executor, expression)
-            if len(self._compiled) >= _COMPILED_KEPT:
-                self._compiled.clear()
-            self._compiled[expression] = found
-        return found
+        """:func:`compile_tsquery` of ``expression``, each phrase compiled once per process."""
+        if len(self._compiled) >= _COMPILED_KEPT:
+            self._compiled.clear()
+        return compile_tsquery(executor, expression, self._compiled)
+
+    def tsqueries(self, executor: Any, expressions: Sequence[str]) -> list[str]:
+        """:meth:`tsquery` of each of ``expressions``, their phrases not compiled before in one round trip."""
+        self.tsquery(executor, " OR ".join(p for expression in expressions for p in phrases(expression)))
+        return [self.tsquery(executor, expression) for expression in expressions]
 
     def share(self, executor: Any, tsquery: str) -> float | None:
         """About which fraction of rows hold ``tsquery`` when it is one of the table's commonest words, else
