@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import faulthandler
 import os
-import signal
 import threading
 
 import numpy as np
@@ -12,6 +10,7 @@ import pytest
 
 from mnemo.embeddings.queries import PrefetchedEmbedder, QueryVectors
 from mnemo.graph import MemoryGraph
+from support.forking import in_forked_child
 
 from ._support import ConceptEmbedder
 
@@ -103,18 +102,12 @@ def test_a_forked_child_can_recall_with_vectors_after_the_parent_did(db_path):
     with MemoryGraph(db_path, embedder=ConceptEmbedder()) as graph:
         pet = graph.remember("Our puppy chews shoes")
         assert graph.recall("canine")
-    pid = os.fork()
-    if pid == 0:  # the child: exit code 0 only if its recall completes and finds the memory
-        code = 1
-        try:
-            faulthandler.dump_traceback_later(15)  # if it hangs, the failure shows where
-            signal.alarm(20)
-            with MemoryGraph(db_path, embedder=ConceptEmbedder()) as child:
-                code = 0 if [r.memory.id for r in child.recall("hound")] == [pet.id] else 1
-        finally:
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
+
+    def child_recalls() -> bool:
+        with MemoryGraph(db_path, embedder=ConceptEmbedder()) as child:
+            return [r.memory.id for r in child.recall("hound")] == [pet.id]
+
+    assert in_forked_child(child_recalls)
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
@@ -124,20 +117,14 @@ def test_a_child_forked_while_the_parent_holds_the_graph_open_uses_connections_o
     with MemoryGraph(db_path, embedder=ConceptEmbedder()) as graph:
         pet = graph.remember("Our puppy chews shoes")
         assert graph.recall("canine")
-        pid = os.fork()
-        if pid == 0:
-            code = 1
-            try:
-                faulthandler.dump_traceback_later(15)
-                signal.alarm(20)
-                with MemoryGraph(db_path, embedder=ConceptEmbedder()) as child:
-                    found = [r.memory.id for r in child.recall("hound")]
-                    child.remember("The kitten sleeps all day")
-                code = 0 if found == [pet.id] else 1
-            finally:
-                os._exit(code)
-        _, status = os.waitpid(pid, 0)
-        assert os.waitstatus_to_exitcode(status) == 0
+
+        def child_recalls_and_remembers() -> bool:
+            with MemoryGraph(db_path, embedder=ConceptEmbedder()) as child:
+                found = [r.memory.id for r in child.recall("hound")]
+                child.remember("The kitten sleeps all day")
+            return found == [pet.id]
+
+        assert in_forked_child(child_recalls_and_remembers)
         assert [r.memory.content for r in graph.recall("kitten")] == ["The kitten sleeps all day"]
         assert graph.recall("canine")[0].memory.id == pet.id
 

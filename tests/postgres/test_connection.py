@@ -4,7 +4,6 @@ while a writer is busy."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ from mnemo._db import DatabaseError
 from mnemo.archive import open_archive
 from mnemo.config import load_settings
 from mnemo.postgres.connection import PostgresDatabase, is_url, redact
+from support.forking import in_forked_child
 
 
 def test_everything_mnemo_creates_lives_in_its_own_schema(postgres_url):
@@ -82,27 +82,19 @@ def test_a_pool_opened_before_a_fork_is_refused_in_the_child_and_stays_the_paren
     try:
         with database.read() as executor:
             backend = executor.execute("SELECT pg_backend_pid()").fetchone()[0]
-        pid = os.fork()
-        if pid == 0:  # exit code 0 only if the inherited pool is refused and a fresh one works
-            code = 1
+
+        def inherited_refused_and_fresh_works() -> bool:
             try:
-                signal.alarm(20)
-                try:
-                    with database.read():
-                        pass
-                except DatabaseError as exc:
-                    refused = "before this process forked" in str(exc)
-                else:
-                    refused = False
-                database.close()  # must leave the parent's connections alone
-                fresh = PostgresDatabase.shared(postgres_url)
-                with fresh.read() as executor:
-                    works = executor.execute("SELECT 1").fetchone()[0] == 1
-                code = 0 if refused and works and fresh is not database else 1
-            finally:
-                os._exit(code)
-        _, status = os.waitpid(pid, 0)
-        assert os.waitstatus_to_exitcode(status) == 0
+                with database.read():
+                    return False
+            except DatabaseError as exc:
+                refused = "before this process forked" in str(exc)
+            database.close()  # must leave the parent's connections alone
+            fresh = PostgresDatabase.shared(postgres_url)
+            with fresh.read() as executor:
+                return refused and fresh is not database and executor.execute("SELECT 1").fetchone()[0] == 1
+
+        assert in_forked_child(inherited_refused_and_fresh_works)
         with database.read() as executor:  # the same session as before: the child did not end it
             assert executor.execute("SELECT pg_backend_pid()").fetchone()[0] == backend
     finally:
@@ -111,19 +103,14 @@ def test_a_pool_opened_before_a_fork_is_refused_in_the_child_and_stays_the_paren
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_a_session_opened_before_a_fork_is_refused_in_the_child(session):
-    pid = os.fork()
-    if pid == 0:  # exit code 0 only if the statement is refused by name
-        code = 1
+    def refused_by_name() -> bool:
         try:
-            signal.alarm(20)
-            try:
-                session.execute("SELECT 1")
-            except DatabaseError as exc:
-                code = 0 if "before this process forked" in str(exc) else 1
-        finally:
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
+            session.execute("SELECT 1")
+        except DatabaseError as exc:
+            return "before this process forked" in str(exc)
+        return False
+
+    assert in_forked_child(refused_by_name)
     assert session.execute("SELECT 1").fetchone()[0] == 1
 
 
