@@ -61,13 +61,39 @@ def phrases(fts_query: str) -> list[str]:
 
 
 def compile_tsquery(executor: Any, fts_query: str, known: dict[tuple[str, str], str] | None = None) -> str:
-    """``fts_query`` as ``tsquery`` text; ``""`` when nothing in it is searchable.
+    """``fts_query`` as ``tsquery`` text; ``""`` when nothing in it is searchable (see :func:`compile_tsqueries`)."""
+    return compile_tsqueries(executor, [fts_query], known)[0]
 
-    Each phrase is compiled by PostgreSQL (its stemmer is the truth) and the query is put together here from
+
+def compile_tsqueries(
+    executor: Any, fts_queries: Sequence[str], known: dict[tuple[str, str], str] | None = None
+) -> list[str]:
+    """Each of ``fts_queries`` as ``tsquery`` text (``""`` when nothing in it is searchable).
+
+    Each phrase is compiled by PostgreSQL (its stemmer is the truth) and each query is put together here from
     the pieces with tsquery's own operators, so ``known`` (phrase to compiled text, filled in as a side
-    effect) spares the round trip for phrases compiled before, and the unknown ones of a query share one."""
+    effect) spares the round trip for phrases compiled before, and the unknown ones of all the queries share
+    one."""
     known = {} if known is None else known
-    alternatives: list[list[tuple[tuple[str, str], bool]]] = [[]]  # OR of ANDs of (phrase, negated)
+    parsed = [_parse(fts_query) for fts_query in fts_queries]
+    missing = list(dict.fromkeys(
+        piece for alternatives in parsed for group in alternatives for piece, _ in group if piece not in known
+    ))  # fmt: skip
+    if missing:
+        row = executor.execute(
+            "SELECT " + ", ".join(f"CAST({function}(CAST(? AS regconfig), ?) AS text)" for function, _ in missing),
+            [value for _, text in missing for value in (CONFIG, text)],
+        ).fetchone()
+        known.update(zip(missing, (text or "" for text in row), strict=True))
+    return [_compose(alternatives, known) for alternatives in parsed]
+
+
+_Alternatives = list[list[tuple[tuple[str, str], bool]]]
+
+
+def _parse(fts_query: str) -> _Alternatives:
+    """An OR of ANDs of (phrase, negated), each phrase as the function that compiles it and its argument."""
+    alternatives: _Alternatives = [[]]
     operator = None
     for phrase, star, word in _TOKEN.findall(fts_query):
         if word:
@@ -81,13 +107,10 @@ def compile_tsquery(executor: Any, fts_query: str, known: dict[tuple[str, str], 
             alternatives.append([])
         alternatives[-1].append((piece, operator == "NOT" and bool(alternatives[-1])))
         operator = None
-    missing = list(dict.fromkeys(piece for group in alternatives for piece, _ in group if piece not in known))
-    if missing:
-        row = executor.execute(
-            "SELECT " + ", ".join(f"CAST({function}(CAST(? AS regconfig), ?) AS text)" for function, _ in missing),
-            [value for _, text in missing for value in (CONFIG, text)],
-        ).fetchone()
-        known.update(zip(missing, (text or "" for text in row), strict=True))
+    return alternatives
+
+
+def _compose(alternatives: _Alternatives, known: dict[tuple[str, str], str]) -> str:
     # A phrase of stop words alone compiles to nothing and drops out, as PostgreSQL's && and || drop an
     # empty operand. A lone word stays bare ('word'), the form the column statistics are looked up by.
     kept = [[(known[piece], negated) for piece, negated in group if known[piece]] for group in alternatives]
@@ -129,14 +152,13 @@ class TermStatistics:
 
     def tsquery(self, executor: Any, expression: str) -> str:
         """:func:`compile_tsquery` of ``expression``, each phrase compiled once per process."""
-        if len(self._compiled) >= _COMPILED_KEPT:
-            self._compiled.clear()
-        return compile_tsquery(executor, expression, self._compiled)
+        return self.tsqueries(executor, [expression])[0]
 
     def tsqueries(self, executor: Any, expressions: Sequence[str]) -> list[str]:
-        """:meth:`tsquery` of each of ``expressions``, their phrases not compiled before in one round trip."""
-        self.tsquery(executor, " OR ".join(p for expression in expressions for p in phrases(expression)))
-        return [self.tsquery(executor, expression) for expression in expressions]
+        """:func:`compile_tsqueries` of ``expressions``, each phrase compiled once per process."""
+        if len(self._compiled) >= _COMPILED_KEPT:
+            self._compiled.clear()
+        return compile_tsqueries(executor, expressions, self._compiled)
 
     def share(self, executor: Any, tsquery: str) -> float | None:
         """About which fraction of rows hold ``tsquery`` when it is one of the table's commonest words, else
