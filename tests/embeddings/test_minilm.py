@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import os
 import subprocess
 import sys
 import threading
@@ -15,6 +17,7 @@ from mnemo import AgentMemory
 from mnemo.embeddings import Embedder, MiniLMEmbedder, preload
 from mnemo.errors import ConfigError, InvalidArgument
 from mnemo.providers import GraphProvider
+from support.forking import in_forked_child
 
 TEXTS = [
     "I adopted a dog named Biscuit last spring.",
@@ -186,10 +189,43 @@ def test_once_onnxruntime_has_a_session_queries_go_through_it_too(monkeypatch: p
     assert model.embed(["where does the staging database live?"]).shape == (1, 384)
 
 
+BATCH = [f"note number {n} about the garden" for n in range(200)]
+
+
 def test_a_large_batch_goes_through_onnxruntime() -> None:
     model = MiniLMEmbedder()
-    model.embed([f"note number {n} about the garden" for n in range(200)])
+    model.embed(BATCH)
     assert model._session is not None
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_can_free_an_embedder_whose_session_the_parent_built() -> None:
+    # The parent's garbage, collected in the child: what happens to a pre-forking server's worker.
+    class Holder:
+        pass
+
+    holder = Holder()
+    holder.model, holder.itself = MiniLMEmbedder(), holder
+    holder.model.embed(BATCH)
+    del holder
+
+    def child_collects() -> bool:
+        gc.collect()
+        return True
+
+    assert in_forked_child(child_collects)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_embeds_a_large_batch_as_its_parent_did() -> None:
+    model = MiniLMEmbedder()
+    expected = model.embed(BATCH)
+
+    def child_embeds() -> bool:
+        return bool(np.allclose(model.embed(BATCH), expected, atol=1e-6))
+
+    assert in_forked_child(child_embeds)
+    assert np.allclose(model.embed(BATCH), expected, atol=1e-6)
 
 
 @pytest.mark.parametrize("texts", [TEXTS, [LONG], [LONG, "short", ""]], ids=["mixed", "truncated", "padded"])

@@ -16,9 +16,11 @@ build the session in the background (:meth:`MiniLMEmbedder.preload`), one-shot c
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import threading
+import weakref
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
@@ -46,6 +48,11 @@ BATCH_SIZE = 8
 QUICK_TOKENS = 512
 _HEADS = 12  # all-MiniLM-L6-v2's attention heads
 _CACHE_NAME = "all-MiniLM-L6-v2-int8"
+
+# Every embedder of the process, so a forked child can take their sessions away (see _after_fork).
+_embedders: weakref.WeakSet[MiniLMEmbedder] = weakref.WeakSet()
+# Sessions a forked child inherited: kept referenced so that they are never freed there.
+_inherited_sessions: list[Any] = []
 
 
 class MiniLMEmbedder:
@@ -80,6 +87,7 @@ class MiniLMEmbedder:
         self._encoder_failed = False
         self._tokenizer: WordPieceTokenizer | None = None
         self._preloading = False
+        _embedders.add(self)
 
     def preload(self) -> None:
         """Start loading on a background thread and return at once, for long-lived callers (an agent's
@@ -151,6 +159,32 @@ class MiniLMEmbedder:
                 if self._session is None:
                     self._session = _open_session(self._threads)
         return self._session
+
+    def _after_fork(self) -> None:
+        # Freeing an onnxruntime session waits for its thread pool, whose threads do not exist in a forked
+        # child: a child that merely dropped a store the parent had used would hang. The child builds its
+        # own session when it needs one. The lock may have been held by a parent thread at the fork.
+        if self._session is not None:
+            _inherited_sessions.append(self._session)
+            self._session = None
+        self._lock = threading.Lock()
+        self._preloading = False
+
+
+def _forget_sessions_after_fork() -> None:
+    # A collection here could free an embedder of the parent's garbage before its session is set aside.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        for embedder in list(_embedders):
+            embedder._after_fork()
+    finally:
+        if collecting:
+            gc.enable()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_sessions_after_fork)
 
 
 def _pooled(run: Callable[[np.ndarray, np.ndarray], np.ndarray], batch: list[list[int]], pad_id: int) -> np.ndarray:
