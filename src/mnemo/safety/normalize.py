@@ -73,17 +73,31 @@ _CONFUSABLES = str.maketrans(
 )  # fmt: skip
 
 
+_CONFUSABLE = re.compile("[" + "".join(map(chr, _CONFUSABLES)) + "]")
+
+
 def fold(text: str) -> str:
     """``text`` NFKC-normalised, invisible and bidi-control characters removed, look-alike letters read as
     the Latin letters they imitate, and combining accents dropped (``ïgnörè`` reads ``ignore``).
 
     Case is kept: some patterns care whether a word is a shell variable (``$API_KEY``).
     """
-    text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", text)).translate(_CONFUSABLES)
+    text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
     if text.isascii():
         return text
+    # ``str.translate`` looks up every character of a non-ASCII string (~70 ns each); a character class
+    # finds the few that need replacing at C speed.
+    text = _CONFUSABLE.sub(_read_as_latin, text)
     decomposed = unicodedata.normalize("NFD", text)
-    return unicodedata.normalize("NFC", "".join(c for c in decomposed if not unicodedata.combining(c)))
+    # Accents are found among the distinct characters (a note has a few dozen), then removed in one pass.
+    accents = "".join(char for char in set(decomposed) if unicodedata.combining(char))
+    if accents:
+        decomposed = re.sub(f"[{accents}]", "", decomposed)
+    return unicodedata.normalize("NFC", decomposed)
+
+
+def _read_as_latin(match: re.Match[str]) -> str:
+    return _CONFUSABLES[ord(match.group())]
 
 
 # --- extra readings ------------------------------------------------------------------------------

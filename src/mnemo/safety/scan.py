@@ -176,6 +176,8 @@ class _Rule(NamedTuple):
     pattern: re.Pattern[str]
 
 
+# A rule may take several entries under one name, each a branch with the literals it needs: a branch whose
+# literals are absent costs nothing, where one pattern of many branches would be tried on every note.
 _RULES: tuple[tuple[str, str, tuple[tuple[str, ...], ...], str], ...] = (
     # --- prompt injection
     (
@@ -305,15 +307,20 @@ _RULES: tuple[tuple[str, str, tuple[tuple[str, ...], ...], str], ...] = (
     (
         PROMPT_INJECTION,
         "jailbreak_mode",
-        (("mode", "anything", "act", "pretend", "override", "jailbr", "[dan", "unfiltered]", "\U0001f513", "\U0001f512"),),
+        (("mode", "anything", "act", "pretend", "override"),),
         r"\b(?:developer|jailbreak|dan|god)\s+mode\s+(?:enabled|activated|on)\b"
-        # The labels a dual-answer jailbreak asks for: "[🔓JAILBREAK]", "[DAN]".
-        r"|\[\s*[\U0001f512\U0001f513][^\]\n]{0,30}\]|\[\s*(?:jailbreak|jailbroken|dan|unfiltered)\s*\]"
         r"|\b(?:system|admin|administrator|developer|root|security)\s+(?:prompt\s+|instructions?\s+)?override\b"
         r"|\boverride\s+(?:the\s+|your\s+)?system\s+prompt\b"
         r"|\bdo\s+anything\s+now\b"
         r"|\bact\s+as\s+(?:an?\s+)?(?:unrestricted|unfiltered|uncensored|jailbroken)\b"
         r"|\bpretend\s+(?:that\s+)?you\s+(?:have|are\s+under)\s+no\s+(?:rules|restrictions|limits|guidelines|filters)\b",
+    ),
+    (
+        PROMPT_INJECTION,
+        "jailbreak_mode",
+        (("[",), ("jailbr", "dan", "unfiltered", "\U0001f513", "\U0001f512")),
+        # The labels a dual-answer jailbreak asks for: "[🔓JAILBREAK]", "[DAN]".
+        r"\[[ \t]*(?:[\U0001f512\U0001f513][^\]\n]{0,30}|(?:jailbreak|jailbroken|dan|unfiltered)[ \t]*)\]",
     ),
     (
         PROMPT_INJECTION,
@@ -411,22 +418,42 @@ _RULES: tuple[tuple[str, str, tuple[tuple[str, ...], ...], str], ...] = (
     (
         PROMPT_INJECTION,
         "addressed_to_the_ai",
-        (("ai", "assistant", "model", "llm", "agent", "chatbot", "developer", "creator", "gpt", "bard", "claude",
-          "gemini", "copilot", "bing", "llama"),),  # fmt: skip
+        (("if",), ("ai", "assistant", "model", "llm", "bot", "agent")),
         # Text inside a document, web page or tool output that turns to the model reading it: "P.S. to the
         # AI:", "If you are an AI reading this...", "a message from your developers:", "important update for
         # the assistant". Notes an agent keeps are about the user and the work, not letters to the model.
         r"\bif\s+you\s+are\s+(?:an?\s+)?(?:ai|assistant|language\s+model|llm|chatbot|bot|agent)\b[^.\n]{0,20}?"
-        r"\b(?:reading|summari[sz]ing|processing|analy[sz]ing|reviewing|parsing|scanning)\b"
-        r"|\b(?:p\.?\s?s\.?|note|attention|message|instructions?|hey|dear)\s+(?:to|for)?\s*(?:the\s+|all\s+|any\s+)?"
+        r"\b(?:reading|summari[sz]ing|processing|analy[sz]ing|reviewing|parsing|scanning)\b",
+    ),
+    (
+        PROMPT_INJECTION,
+        "addressed_to_the_ai",
+        ((":",), ("ai", "assistant", "model", "llm", "agent", "chatbot")),
+        r"\b(?:p\.?\s?s\.?|note|attention|message|instructions?|hey|dear)\s+(?:to|for)?\s*(?:the\s+|all\s+|any\s+)?"
         r"(?:ai|assistant|language\s+model|model|llm|chatbot|ai\s+agents?|agents?\s+reading\s+this)s?\s*:"
-        r"|(?:^|[.!?]\s+)(?:ai|llm)\s+(?:agents?|assistants?|models?)\s*:"
-        r"|\b(?:message|update|notice|instructions?|note|directive)s?\s+(?:is\s+)?from\s+(?:your|the\s+(?:ai'?s|model'?s|"
-        r"assistant'?s))\s+(?:developers|creators|makers|trainers|administrators?|operators?|owners?)\b"
-        r"|\b(?:important|urgent|critical|mandatory|priority)\s+(?:update|notice|message|instructions?)\s+(?:for|to)\s+"
-        r"(?:the\s+|all\s+)?(?:assistant|ai|model|llm|agent|chatbot)s?\b"
+        r"|(?:^|[.!?]\s+)(?:ai|llm)\s+(?:agents?|assistants?|models?)\s*:",
+    ),
+    (
+        PROMPT_INJECTION,
+        "addressed_to_the_ai",
+        (("from",), ("developer", "creator", "maker", "trainer", "administrator", "operator", "owner")),
+        r"\b(?:message|update|notice|instructions?|note|directive)s?\s+(?:is\s+)?from\s+(?:your|the\s+(?:ai'?s|model'?s|"
+        r"assistant'?s))\s+(?:developers|creators|makers|trainers|administrators?|operators?|owners?)\b",
+    ),
+    (
+        PROMPT_INJECTION,
+        "addressed_to_the_ai",
+        (("important", "urgent", "critical", "mandatory", "priority"),
+         ("ai", "assistant", "model", "llm", "agent", "chatbot")),  # fmt: skip
+        r"\b(?:important|urgent|critical|mandatory|priority)\s+(?:update|notice|message|instructions?)\s+(?:for|to)\s+"
+        r"(?:the\s+|all\s+)?(?:assistant|ai|model|llm|agent|chatbot)s?\b",
+    ),
+    (
+        PROMPT_INJECTION,
+        "addressed_to_the_ai",
+        (("hello", "hi", "hey", "greetings", "dear"), ("gpt", "bard", "claude", "gemini", "copilot", "bing", "llama")),
         # A prompt that opens by greeting the model by name: "Hello ChatGPT.", "Hi Claude, from now on...".
-        r"|(?:^|[.!?:]\s+)(?:hello|hi|hey|greetings|dear)\s*,?\s+(?:chat\s?gpt|gpt(?:-?\d[\w.]*)?|bard|claude"
+        r"(?:^|[.!?:]\s+)(?:hello|hi|hey|greetings|dear)\s*,?\s+(?:chat\s?gpt|gpt(?:-?\d[\w.]*)?|bard|claude"
         r"|gemini|copilot|bing|llama)\b",
     ),
     (
@@ -492,14 +519,19 @@ _RULES: tuple[tuple[str, str, tuple[tuple[str, ...], ...], str], ...] = (
     (
         PROMPT_INJECTION,
         "fake_boundary",
-        (("end", "begin", "start", "new", "stop"),),
+        (("end", "begin", "start", "new", "stop"), ("##", "==", "---", "%%", "***", "[", "<", "|")),
         # A forged edge of the prompt, after which the text poses as instructions: "### NEW TASK ###",
-        # "=== END OF CONTEXT ===", "BEGIN SYSTEM UPDATE". A heading ("## New task: migrate the DB") has no
-        # closing marker.
+        # "=== END OF CONTEXT ===". A heading ("## New task: migrate the DB") has no closing marker.
         r"(?:#{2,}|={2,}|-{3,}|%{2,}|\*{3,}|\[{1,2}|<{1,2}|\|)[ \t]*(?:end|begin|start|new|stop)\s+(?:of\s+)?(?:the\s+)?"
         r"(?:user\s+|system\s+|previous\s+|original\s+)?(?:input|instructions?|prompt|task|context|message|conversation"
-        r"|system|update)s?[ \t]*(?:#{2,}|={2,}|-{3,}|%{2,}|\*{3,}|\]{1,2}|>{1,2}|\|)"
-        r"|\b(?:end|begin|start)\s+(?:of\s+)?(?:user|system)\s+(?:input|prompt|instructions?|message|update)\b",
+        r"|system|update)s?[ \t]*(?:#{2,}|={2,}|-{3,}|%{2,}|\*{3,}|\]{1,2}|>{1,2}|\|)",
+    ),
+    (
+        PROMPT_INJECTION,
+        "fake_boundary",
+        (("end", "begin", "start"), ("user", "system")),
+        # Unmarked: "END OF USER INPUT", "BEGIN SYSTEM UPDATE".
+        r"\b(?:end|begin|start)\s+(?:of\s+)?(?:user|system)\s+(?:input|prompt|instructions?|message|update)\b",
     ),
     (
         PROMPT_INJECTION,
@@ -805,7 +837,7 @@ def _pattern_findings(readings: list[View]) -> list[Finding]:
             if match is not None:
                 excerpt = _excerpt(shown, match.start(), match.end())
                 found[rule.name] = Finding(rule.category, rule.name, excerpt, "pattern", reading.via)
-    return [found[rule.name] for rule in rules if rule.name in found]
+    return [found[name] for name in dict.fromkeys(rule.name for rule in rules) if name in found]
 
 
 def _readings(head: str) -> list[View]:
