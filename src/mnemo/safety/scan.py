@@ -829,14 +829,20 @@ def _pattern_findings(readings: list[View]) -> list[Finding]:
         lowered = reading.text.lower()
         # Lower-casing keeps every index unless a character lower-cases to two; then show the lowered text.
         shown = reading.text if len(lowered) == len(reading.text) else lowered
-        present = {word for word in needed_words if word in lowered}
+        present = set(filter(lowered.__contains__, needed_words))
         for rule in rules:
-            if rule.name in found or not all(not present.isdisjoint(group) for group in rule.needs):
+            if rule.name in found:
                 continue
-            match = rule.pattern.search(lowered)
-            if match is not None:
-                excerpt = _excerpt(shown, match.start(), match.end())
-                found[rule.name] = Finding(rule.category, rule.name, excerpt, "pattern", reading.via)
+            for group in rule.needs:
+                if present.isdisjoint(group):
+                    break
+            else:
+                match = rule.pattern.search(lowered)
+                if match is not None:
+                    excerpt = _excerpt(shown, match.start(), match.end())
+                    found[rule.name] = Finding(rule.category, rule.name, excerpt, "pattern", reading.via)
+    if not found:
+        return []
     return [found[name] for name in dict.fromkeys(rule.name for rule in rules) if name in found]
 
 
