@@ -24,7 +24,7 @@ from mnemo.safety.scan import CATEGORIES, CLASSIFIER_RULE, DEFAULT_SCAN_THRESHOL
 DATA = Path(__file__).parent / "data"
 # Pinned so a retrained or corrupted model never ships by accident: retrain with scripts/train_scan.py,
 # rerun bench/scan.py, update the README's numbers, then this hash.
-WEIGHTS_SHA256 = "699db8ebf00f51ee3f6bd7c03367624365d1cd029ed4882a371cb44b264b8850"
+WEIGHTS_SHA256 = "c9b77dda3ddf2a7315892707707ed700161749f16d0b49fba5d07f0b996c53f9"
 
 
 def _paragraphs(name: str) -> list[str]:
