@@ -175,16 +175,12 @@ def _score_all(examples: list[train_scan.Example]) -> list[_Scored]:
         ]
         weights, bias = train_scan.fit(training)
         model = Model(*train_scan.quantise(weights), bias)
-        for index, example in enumerate(examples):
-            if example.group == group:
-                held_out[index] = scan_module._classifier_best(readings[index], model)[0]
+        members = [index for index, example in enumerate(examples) if example.group == group]
+        best = scan_module._classifier_best([readings[index] for index in members], model)
+        held_out.update((index, probability) for index, (probability, _) in zip(members, best, strict=True))
+    shipped = scan_module._classifier_best(readings, shipped_model)
     return [
-        _Scored(
-            example,
-            bool(scan(example.text, threshold=1.0)),
-            held_out[index],
-            scan_module._classifier_best(readings[index], shipped_model)[0],
-        )
+        _Scored(example, bool(scan(example.text, threshold=1.0)), held_out[index], shipped[index][0])
         for index, example in enumerate(examples)
     ]
 
@@ -291,9 +287,9 @@ def _remember_many_rate(notes: list[str], *, scanning: bool) -> float:
     """Memories per second written by ``remember_many`` (batches of 1,000) into a fresh graph."""
     from mnemo.graph import store as graph_store
 
-    original = graph_store.scan
+    original = graph_store.scan_many
     if not scanning:
-        graph_store.scan = lambda text, threshold=None: ()  # type: ignore[assignment]
+        graph_store.scan_many = lambda texts, threshold=None: [()] * len(texts)  # type: ignore[assignment]
     try:
         with tempfile.TemporaryDirectory() as directory:
             graph = MemoryGraph(Path(directory) / "state.db")
@@ -303,7 +299,7 @@ def _remember_many_rate(notes: list[str], *, scanning: bool) -> float:
             elapsed = time.perf_counter() - started
             graph.close()
     finally:
-        graph_store.scan = original
+        graph_store.scan_many = original
     return len(notes) / elapsed
 
 

@@ -21,6 +21,7 @@ from mnemo.safety.scan import (
     SSH_BACKDOOR,
     Finding,
     scan,
+    scan_many,
 )
 
 ORDINARY_NOTES = [
@@ -332,6 +333,21 @@ def test_literal_pre_check_never_hides_a_pattern_match(note: str) -> None:
     }
     reported = {finding.rule for finding in scan(note) if finding.layer == "pattern"}
     assert reported == every_match
+
+
+def test_a_batch_scan_gives_each_text_the_findings_it_gets_alone() -> None:
+    notes = [note for note, _ in HOSTILE_NOTES] + ORDINARY_NOTES
+    assert scan_many(notes) == [scan(note) for note in notes]
+    assert scan_many(notes, threshold=1.0) == [scan(note, threshold=1.0) for note in notes]
+
+
+def test_a_batch_scan_of_nothing_is_empty() -> None:
+    assert scan_many([]) == []
+
+
+def test_a_batch_scan_refuses_a_non_string_by_type() -> None:
+    with pytest.raises(TypeError, match="expects str, got int"):
+        scan_many(["fine", 3])  # type: ignore[list-item]
 
 
 def test_corpora_are_large_enough_to_mean_something() -> None:

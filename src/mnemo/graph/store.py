@@ -36,7 +36,7 @@ from .._time import to_timestamp
 from ..embeddings.queries import PrefetchedEmbedder, QueryVectors, background
 from ..errors import InvalidArgument, check_text, excerpt
 from ..retrieval.names import name_key
-from ..safety.scan import check_threshold, scan
+from ..safety.scan import check_threshold, scan_many
 from . import recall as _recall
 from .engine import open_engine
 from .errors import BlockedContent, ImportConflict, MemoryNotFound
@@ -186,6 +186,18 @@ class MemoryGraph:
     def check_content(self, content: Any, field: str = "content") -> str:
         """``content`` stripped, or a refusal naming ``field``: wrong type, empty, undecodable, too long,
         or blocked by the threat scan."""
+        return self.check_contents([content], [field])[0]
+
+    def check_contents(self, contents: Sequence[Any], fields: Sequence[str]) -> list[str]:
+        """:meth:`check_content` of each of ``contents`` (named by ``fields``), the threat scan run on the
+        batch at once: every other check first, then the scan; the first refusal is raised."""
+        texts = [self._unscanned(content, field) for content, field in zip(contents, fields, strict=True)]
+        for field, findings in zip(fields, scan_many(texts, threshold=self.scan_threshold), strict=True):
+            if findings:
+                raise BlockedContent(field, findings)
+        return texts
+
+    def _unscanned(self, content: Any, field: str) -> str:
         if not isinstance(content, str):
             raise InvalidArgument(field, f"must be a string, got {type(content).__name__}")
         text = content.strip()
@@ -194,9 +206,6 @@ class MemoryGraph:
         check_text(field, text)
         if len(text) > self.max_content_chars:
             raise InvalidArgument(field, f"is {len(text):,} characters; the limit is {self.max_content_chars:,}")
-        findings = scan(text, threshold=self.scan_threshold)
-        if findings:
-            raise BlockedContent(field, findings)
         return text
 
     @staticmethod
@@ -442,7 +451,7 @@ class MemoryGraph:
         ``subject`` names who the memory is about (see :class:`Memory`). An ``updates`` relation marks its
         target superseded, exactly as :meth:`replace` does. ``pin`` pins it (see :meth:`pin`).
         """
-        item = self._check_item(content, memory_type, importance, source, subject, relations, "")
+        item = self._check_item(self.check_content(content), memory_type, importance, source, subject, relations, "")
         if not isinstance(pin, bool):
             raise InvalidArgument("pin", "must be true or false")
         with self._write() as conn:
@@ -461,32 +470,39 @@ class MemoryGraph:
         ``items[3].content``. One commit for the batch makes bulk ingest several times faster than a
         :meth:`remember` per memory; embedding stays deferred and batched, as for every write.
         """
-        checked = []
+        mappings = []
         for index, item in enumerate(items):
-            prefix = f"items[{index}]."
             if not isinstance(item, Mapping):
                 raise InvalidArgument(f"items[{index}]", f"must be a mapping, got {type(item).__name__}")
             unknown = set(item) - _ITEM_FIELDS
             if unknown:
                 raise InvalidArgument(f"items[{index}]", f"unknown field(s): {', '.join(sorted(map(str, unknown)))}")
             if "content" not in item:
-                raise InvalidArgument(f"{prefix}content", "is required")
+                raise InvalidArgument(f"items[{index}].content", "is required")
+            mappings.append(item)
+        if not mappings:
+            return []
+        # One scan for the batch: the classifier scores every note in a few array operations.
+        texts = self.check_contents(
+            [item["content"] for item in mappings], [f"items[{index}].content" for index in range(len(mappings))]
+        )
+        checked = []
+        for index, (item, text) in enumerate(zip(mappings, texts, strict=True)):
+            prefix = f"items[{index}]."
             item_checked = self._check_item(
-                item["content"], item.get("memory_type", MemoryType.FACT), item.get("importance"),
+                text, item.get("memory_type", MemoryType.FACT), item.get("importance"),
                 item.get("source", ""), item.get("subject", ""), item.get("relations", ()), prefix,
             )  # fmt: skip
             if item.get("created_at") is not None:
                 item_checked = item_checked._replace(created_at=to_timestamp(item["created_at"], f"{prefix}created_at"))
             checked.append(item_checked)
-        if not checked:
-            return []
         with self._write() as conn:
             return self._store_items(conn, checked, "items")
 
     def _check_item(
-        self, content: Any, memory_type: Any, importance: Any, source: Any, subject: Any, relations: Any, prefix: str
+        self, text: str, memory_type: Any, importance: Any, source: Any, subject: Any, relations: Any, prefix: str
     ) -> _Item:
-        text = self.check_content(content, f"{prefix}content")
+        """The rest of an item checked, around ``text`` that :meth:`check_content` has passed."""
         kind = parse_memory_type(memory_type, f"{prefix}memory_type" if prefix else "type")
         field = f"{prefix}importance"
         level = kind.default_importance if importance is None else parse_unit_interval(importance, field)
@@ -529,7 +545,11 @@ class MemoryGraph:
 
         Check and insert share one write lock, so concurrent first runs import exactly once.
         """
-        checked = [(self.check_content(c), parse_memory_type(t), self._check_source(s)) for c, t, s in items]
+        texts = self.check_contents([content for content, _, _ in items], ["content"] * len(items))
+        checked = [
+            (text, parse_memory_type(kind), self._check_source(source))
+            for text, (_, kind, source) in zip(texts, items, strict=True)
+        ]
         marker = f"{key}\x1f" + "\x1f".join(scope_params(self.scope))
         with self._write() as conn:
             if conn.execute("SELECT 1 FROM graph_meta WHERE key = ?", (marker,)).fetchone():
@@ -680,8 +700,8 @@ class MemoryGraph:
         Re-importing the same records changes nothing. A record whose id exists with different content or
         in another scope is a conflict: the whole import is refused.
         """
+        self.check_contents([memory.content for memory in memories], [f"memories[{i}].content" for i in range(len(memories))])
         for index, memory in enumerate(memories):
-            self.check_content(memory.content, f"memories[{index}].content")
             if memory.subject != self.check_subject(memory.subject, f"memories[{index}].subject"):
                 raise InvalidArgument(
                     f"memories[{index}].subject", "must be as exports write it: NFC, single spaces, none around"

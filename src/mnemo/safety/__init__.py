@@ -10,7 +10,7 @@ from .fence import (
     render_sections,
     sanitize_context,
 )
-from .scan import Finding, finding_labels, refusal_reason, scan
+from .scan import Finding, finding_labels, refusal_reason, scan, scan_many
 from .scrub import ContextScrubber, scrub_memory_context
 
 __all__ = [
@@ -25,5 +25,6 @@ __all__ = [
     "render_sections",
     "sanitize_context",
     "scan",
+    "scan_many",
     "scrub_memory_context",
 ]

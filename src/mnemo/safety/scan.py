@@ -48,6 +48,7 @@ __all__ = [
     "finding_labels",
     "refusal_reason",
     "scan",
+    "scan_many",
 ]
 
 PROMPT_INJECTION = "prompt_injection"
@@ -878,23 +879,26 @@ def _readings(head: str) -> list[View]:
     return [View("", folded), *views(folded)]
 
 
-def _classifier_best(readings: list[View], model: Model) -> tuple[float, View]:
-    """The highest probability ``model`` gives any reading, and that reading.
+def _classifier_best(batch: Sequence[list[View]], model: Model) -> list[tuple[float, View]]:
+    """For each text's readings, the highest probability ``model`` gives any of them, and that reading; every
+    reading of the batch is scored in one pass.
 
     rot13 is left to the patterns: the classifier was never trained on rotated text.
     """
-    best = (0.0, readings[0])
-    for reading in readings:
-        if reading.via != "rot13":
-            probability = model.probability(reading.text)
-            if probability > best[0]:
-                best = (probability, reading)
+    scored = [
+        (index, reading) for index, readings in enumerate(batch) for reading in readings if reading.via != "rot13"
+    ]
+    best = [(0.0, readings[0]) for readings in batch]
+    for (index, reading), probability in zip(
+        scored, model.probabilities([reading.text for _, reading in scored]), strict=True
+    ):
+        if probability > best[index][0]:
+            best[index] = (probability, reading)
     return best
 
 
-def _classifier_finding(readings: list[View], threshold: float) -> Finding | None:
-    """A finding for the reading the classifier scores highest, if that score reaches ``threshold``."""
-    probability, reading = _classifier_best(readings, load_model())
+def _classifier_finding(probability: float, reading: View, threshold: float) -> Finding | None:
+    """A finding for the classifier's best reading of a text, if its score reaches ``threshold``."""
     if probability < threshold:
         return None
     excerpt = _excerpt(reading.text, 0, min(len(reading.text), _EXCERPT_CHARS))
@@ -943,15 +947,25 @@ def scan(text: str, *, threshold: float | None = None) -> tuple[Finding, ...]:
     by zero-width spaces and encoded instructions are still recognised, while the invisible characters
     themselves are reported.
     """
-    if not isinstance(text, str):
-        raise TypeError(f"scan() expects str, got {type(text).__name__}")
+    return scan_many([text], threshold=threshold)[0]
+
+
+def scan_many(texts: Sequence[str], *, threshold: float | None = None) -> list[tuple[Finding, ...]]:
+    """:func:`scan` of each of ``texts``, with the same findings, the classifier scoring the whole batch at
+    once (several times cheaper per text for a batch of notes)."""
+    for text in texts:
+        if not isinstance(text, str):
+            raise TypeError(f"scan() expects str, got {type(text).__name__}")
     threshold = check_threshold(threshold)
-    head = text[:SCAN_CHAR_LIMIT]
-    readings = _readings(head)
-    findings = _pattern_findings(readings)
-    if threshold < 1.0:
-        learned = _classifier_finding(readings, threshold)
-        if learned is not None:
-            findings.append(learned)
-    findings.extend(_invisible_findings(head))
-    return tuple(findings)
+    heads = [text[:SCAN_CHAR_LIMIT] for text in texts]
+    readings = [_readings(head) for head in heads]
+    learned = _classifier_best(readings, load_model()) if threshold < 1.0 else [None] * len(texts)
+    results = []
+    for head, text_readings, best in zip(heads, readings, learned, strict=True):
+        findings = _pattern_findings(text_readings)
+        finding = _classifier_finding(*best, threshold) if best is not None else None
+        if finding is not None:
+            findings.append(finding)
+        findings.extend(_invisible_findings(head))
+        results.append(tuple(findings))
+    return results
