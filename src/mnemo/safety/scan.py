@@ -206,6 +206,36 @@ _RULES: tuple[tuple[str, str, tuple[tuple[str, ...], ...], str], ...] = (
     ),
     (
         PROMPT_INJECTION,
+        "ignore_instructions",
+        (
+            ("ignor", "vergiss", "vergesst", "vergessen", "missacht", "oubli", "olvid", "omit", "esquec",
+             "desconsider", "dimentic", "negeer", "vergeet", "vergeten"),
+            ("anweisung", "instruktion", "befehl", "regel", "vorgabe", "richtlini", "instruction", "consigne", "regle",
+             "directive", "instrucci", "indicaci", "regla", "directric", "instruc", "regra", "diretriz", "istruzion",
+             "regol", "direttiv", "indicazion", "instructie", "richtlijn", "opdracht"),
+        ),  # fmt: skip
+        # The same set-aside instructions in German, French, Spanish, Portuguese, Italian and Dutch (accents are
+        # folded away): "Ignoriere alle vorherigen Anweisungen", "oubliez les instructions précédentes",
+        # "ignora las instrucciones anteriores". As in English, a word between says the instructions are the
+        # model's own, so "ignora las reglas de lint" stays a note.
+        r"\b(?:ignorier\w*|ignor(?:e|ez|er|a|ar|em|i|are|eer)|vergiss|vergesst|vergessen|missacht\w*|oubli\w*"
+        r"|olvid\w*|omit\w*|esquec\w*|desconsider\w*|dimentic\w*|negeer|negeren|vergeet|vergeten)"
+        r"\s+(?:[\w'-]+\s+){0,5}?(?:vorherigen|vorigen|bisherigen|obigen|vorangegangenen|vorhergehenden|fruheren"
+        r"|ursprunglichen|alle|deine|ihre|precedentes|anterieures|ci-dessus|initiales|originales|toutes|tes|vos"
+        r"|anteriores|previas|iniciales|todas|tus|acima|iniciais|originais|suas|tuas|precedenti|sopra|iniziali"
+        r"|originali|tutte|tue|vorige|eerdere|bovenstaande|oorspronkelijke|jouw|uw|system|systeme|sistema|systeem)"
+        r"\s+(?:[\w'-]+\s+){0,3}?(?:anweisungen|instruktionen|befehle|regeln|vorgaben|richtlinien|instructions"
+        r"|consignes|regles|directives|instrucciones|indicaciones|reglas|directrices|instrucoes|regras|diretrizes"
+        r"|istruzioni|regole|direttive|indicazioni|instructies|regels|richtlijnen|opdrachten)\b"
+        # Romance languages put the adjective after the noun: "les consignes ci-dessus", "le regole di sistema".
+        r"|\b(?:ignor(?:e|ez|er|a|ar|em|i|are)|oubli\w*|olvid\w*|omit\w*|esquec\w*|desconsider\w*|dimentic\w*)"
+        r"\s+(?:[\w'-]+\s+){0,3}?(?:instructions|consignes|regles|directives|instrucciones|indicaciones|reglas"
+        r"|directrices|instrucoes|regras|diretrizes|istruzioni|regole|direttive|indicazioni)\s+(?:[\w'-]+\s+){0,1}?"
+        r"(?:precedentes|anterieures|ci-dessus|initiales|originales|anteriores|previas|iniciales|acima|iniciais"
+        r"|originais|precedenti|sopra|iniziali|originali|(?:du|de|del|do|di)\s+(?:systeme|sistema))\b",
+    ),
+    (
+        PROMPT_INJECTION,
         "you_are_now",
         (("now", "longer"),),
         # A new persona or freedom for the model, not "you are now the maintainer of the docs repo".
