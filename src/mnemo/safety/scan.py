@@ -210,9 +210,9 @@ _RULES: tuple[tuple[str, str, tuple[tuple[str, ...], ...], str], ...] = (
         (
             ("ignor", "vergiss", "vergesst", "vergessen", "missacht", "oubli", "olvid", "omit", "esquec",
              "desconsider", "dimentic", "negeer", "vergeet", "vergeten"),
-            ("anweisung", "instruktion", "befehl", "regel", "vorgabe", "richtlini", "instruction", "consigne", "regle",
-             "directive", "instrucci", "indicaci", "regla", "directric", "instruc", "regra", "diretriz", "istruzion",
-             "regol", "direttiv", "indicazion", "instructie", "richtlijn", "opdracht"),
+            ("anweisung", "instruktion", "befehl", "regel", "vorgabe", "richtlini", "instruc", "consigne", "regle",
+             "directive", "indicaci", "regla", "directric", "regra", "diretriz", "istruzion", "regol", "direttiv",
+             "indicazion", "richtlijn", "opdracht"),
         ),  # fmt: skip
         # The same set-aside instructions in German, French, Spanish, Portuguese, Italian and Dutch (accents are
         # folded away): "Ignoriere alle vorherigen Anweisungen", "oubliez les instructions précédentes",
