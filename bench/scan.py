@@ -3,16 +3,16 @@
 Run: ``python bench/scan.py [--dev PATH] [--corpora DIR] [--threshold T] [--skip-detection]`` (several
 minutes).
 
-Detection: every source group of the development set (``../shared/data/injection/dev.jsonl``), of the
-examples written for mnemo (``tests/safety/data/``) and of the pinned corpora found under ``--corpora``
+Detection: every source group of the development set (``../shared/data/injection/dev.jsonl``), of the examples
+written for mnemo (``tests/safety/data/``) and of the pinned corpora found under ``--corpora``
 (``scripts/scan_corpora.py``; missing ones are named and skipped) is held out in turn; the classifier is
-retrained by ``scripts/train_scan.py``'s recipe on the shippable rest and scores the held-out group. Training
-texts that share 30% or more of their 8-word runs with the held-out group are left out of that fold too,
-since collections copy each other (DAN prompts circulate in several). A text counts as flagged when the
-patterns flag it or the held-out classifier's probability reaches the threshold. The sweep over thresholds
-pools all groups; the default threshold is the lowest whose pooled false-positive rate is at most 1%.
-Per-source and per-category tables also show the shipped model, which has seen the shippable groups (so
-its numbers on them are not estimates of anything).
+retrained by ``scripts/train_scan.py``'s recipe on the trainable rest (shippable, not held back) and scores
+the held-out group. Training texts that share 30% or more of their 8-word runs with the held-out group are
+left out of that fold too, since collections copy each other (DAN prompts circulate in several). A text counts
+as flagged when the patterns flag it or the held-out classifier's probability reaches the threshold. The sweep
+over thresholds pools all groups; the default threshold is the lowest whose pooled false-positive rate is at
+most 1%. Per-source and per-category tables also show the shipped model, which has seen the trainable groups
+(so its numbers on them are not estimates of anything).
 
 Speed: p50/p95 of scanning full 2,200-character entries and dev-set notes; the worst hostile input found;
 ``remember_many`` with scanning on against the same run with scanning off.
@@ -144,7 +144,7 @@ class _Scored:
     held_out: float
     """Classifier probability from the model trained without this example's group."""
     shipped: float
-    """Classifier probability from the shipped model (trained on this example if its group is shippable)."""
+    """Classifier probability from the shipped model (trained on this example if it is trainable)."""
 
 
 NEAR_DUPLICATE = 0.3
@@ -169,7 +169,7 @@ def _score_all(examples: list[train_scan.Example]) -> list[_Scored]:
         training = [
             example
             for index, example in enumerate(examples)
-            if example.shippable
+            if train_scan.trainable(example)
             and example.group != group
             and len(runs[index] & held_runs) < NEAR_DUPLICATE * len(runs[index])
         ]
@@ -219,13 +219,13 @@ def detection_tables(rows: list[_Scored], threshold: float) -> dict[str, object]
         by_group.setdefault((row.example.group, row.example.attack), []).append(row)
     group_rows = []
     for (group, attack), members in sorted(by_group.items(), key=lambda item: (not item[0][1], item[0][0])):
-        shippable = members[0].example.shippable
+        example = members[0].example
         group_rows.append(
             (
                 group,
                 "attack" if attack else "benign",
                 len(members),
-                "yes" if shippable else "no (licence)",
+                "yes" if train_scan.trainable(example) else "no (held back)" if example.held_back else "no (licence)",
                 f"{_rate(members, 1.0):.3f}",
                 f"{_rate(members, threshold):.3f}",
                 f"{_rate(members, threshold, shipped=True):.3f}",

@@ -33,6 +33,8 @@ class Example:
     category: str
     group: str
     shippable: bool
+    held_back: bool = False
+    """Written to measure one pattern family: never trained on, whatever its licence."""
 
 
 class _Repository:

@@ -6,7 +6,9 @@ same bytes (the weights' SHA-256 is printed and pinned in ``tests/safety/test_sc
 Training data is every example whose licence allows shipping weights derived from it: the shippable sources
 of the development set, the corpora pinned in ``scripts/scan_corpora.py`` (the rest of the collections the
 development set sampled, the documents BIPIA plants its attacks in, command notes from tldr-pages), and the
-examples written for mnemo in ``tests/safety/data/`` (benign agent notes and attacks of our own). Sources
+examples written for mnemo in ``tests/safety/data/`` (benign agent notes and attacks of our own), except the
+errands and near misses written to measure one pattern family (``errands.txt``, ``errand_near_misses.txt``:
+held back, see ``trainable``). Sources
 under GPL (promptmap), a non-commercial licence (LoCoMo) or no stated licence are used to *measure* the scan
 (``bench/scan.py``), never to train the weights that ship. A text that repeats an earlier one (ignoring
 case, punctuation and spacing) counts once, in the first source that has it.
@@ -62,6 +64,7 @@ _GROUPS: tuple[tuple[str, str, bool], ...] = (
     ("leolee99/InjecGuard:", "notinject", True),  # MIT
 )
 OWN_GROUP = "mnemo-written"
+ERRAND_GROUP = "mnemo-errands"
 
 EPOCHS = 300
 LEARNING_RATE = 0.05
@@ -94,15 +97,16 @@ def _paragraphs(path: Path) -> Iterable[str]:
             yield block
 
 
-def load_written_benign() -> list[str]:
-    """The benign notes written for mnemo (``tests/safety/data/benign.txt``)."""
-    return list(_paragraphs(OWN_DATA / "benign.txt"))
+def load_written_benign(name: str = "benign.txt") -> list[str]:
+    """The benign notes written for mnemo (``tests/safety/data/benign.txt``, or another file there)."""
+    return list(_paragraphs(OWN_DATA / name))
 
 
-def load_written_attacks() -> list[tuple[str, str]]:
-    """The attacks written for mnemo as ``(category, text)`` (``tests/safety/data/attacks.txt``)."""
+def load_written_attacks(name: str = "attacks.txt") -> list[tuple[str, str]]:
+    """The attacks written for mnemo as ``(category, text)`` (``tests/safety/data/attacks.txt``, or another
+    file there)."""
     attacks = []
-    for block in _paragraphs(OWN_DATA / "attacks.txt"):
+    for block in _paragraphs(OWN_DATA / name):
         match = re.match(r"\[(\w+)\]\s*", block)
         if match is None:
             raise ValueError(f"attack without a [category] prefix: {block[:60]!r}")
@@ -114,7 +118,15 @@ def load_written() -> list[Example]:
     """Every example written for mnemo, benign and attack."""
     benign = [Example(text, False, "agent_note", OWN_GROUP, True) for text in load_written_benign()]
     attacks = [Example(text, True, category, OWN_GROUP, True) for category, text in load_written_attacks()]
-    return benign + attacks
+    errands = [
+        Example(text, True, category, ERRAND_GROUP, True, held_back=True)
+        for category, text in load_written_attacks("errands.txt")
+    ]
+    near_misses = [
+        Example(text, False, "agent_note", ERRAND_GROUP, True, held_back=True)
+        for text in load_written_benign("errand_near_misses.txt")
+    ]
+    return benign + attacks + errands + near_misses
 
 
 def words(text: str) -> list[str]:
@@ -180,9 +192,16 @@ def quantise(weights: np.ndarray) -> tuple[np.ndarray, float]:
     return np.round(weights / scale).astype(np.int16), scale
 
 
+def trainable(example: Example) -> bool:
+    """Whether weights may be trained on ``example``: its licence allows shipping them, and it was not written
+    to measure a pattern family (the classifier learns phrasing; trained on one family's examples, it lost
+    held-out detection elsewhere)."""
+    return example.shippable and not example.held_back
+
+
 def training_set(examples: Sequence[Example]) -> list[Example]:
-    """What weights may be trained on: the examples whose licence allows shipping them."""
-    return [example for example in examples if example.shippable]
+    """What weights may be trained on (see :func:`trainable`)."""
+    return [example for example in examples if trainable(example)]
 
 
 def weights_bytes(weights: np.ndarray, bias: float) -> bytes:

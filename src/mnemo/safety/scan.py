@@ -25,9 +25,10 @@ import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from ..errors import InvalidArgument
+from . import errands
 from .classifier import Model, load_model
 from .normalize import INVISIBLE_CLASSES, View, fold, views
 
@@ -169,17 +170,23 @@ _CREDENTIAL_WORDS = (
 )
 
 
+class _Matcher(Protocol):
+    """What a rule matches with: a compiled pattern, or an object that searches like one."""
+
+    def search(self, text: str, /) -> re.Match[str] | None: ...
+
+
 class _Rule(NamedTuple):
     category: str
     name: str
     needs: tuple[tuple[str, ...], ...]
     """Every group must have a member in the lower-cased text for the pattern to be tried."""
-    pattern: re.Pattern[str]
+    pattern: _Matcher
 
 
 # A rule may take several entries under one name, each a branch with the literals it needs: a branch whose
 # literals are absent costs nothing, where one pattern of many branches would be tried on every note.
-_RULES: tuple[tuple[str, str, tuple[tuple[str, ...], ...], str], ...] = (
+_RULES: tuple[tuple[str, str, tuple[tuple[str, ...], ...], str | _Matcher], ...] = (
     # --- prompt injection
     (
         PROMPT_INJECTION,
@@ -591,6 +598,9 @@ _RULES: tuple[tuple[str, str, tuple[tuple[str, ...], ...], str], ...] = (
         r"|\b(?:skip|disable|bypass|ignore|turn\s+off)\s+(?:every|all|any)\s+(?:\w+\s+)?(?:safety|security)\s+"
         r"(?:checks?|warnings?|confirmations?|filters?|measures?)\b",
     ),
+    # A task against the user handed to the agent: "Assistant, wire $300 to ...", "from now on, BCC a copy to
+    # ...", "quietly turn off the cameras" (see :mod:`mnemo.safety.errands`).
+    (PROMPT_INJECTION, "hostile_errand", (), errands.ERRAND),
     # --- role hijack
     (
         ROLE_HIJACK,
@@ -819,7 +829,12 @@ def _compiled() -> tuple[tuple[_Rule, ...], tuple[str, ...]]:
     """The rules, compiled, and every literal some rule needs (tested once per reading rather than once
     per rule)."""
     rules = tuple(
-        _Rule(category, name, needs, re.compile(_lower_case(pattern), re.MULTILINE))
+        _Rule(
+            category,
+            name,
+            needs,
+            re.compile(_lower_case(pattern), re.MULTILINE) if isinstance(pattern, str) else pattern,
+        )
         for category, name, needs, pattern in _RULES
     )
     return rules, tuple(sorted({word for rule in rules for group in rule.needs for word in group}))
