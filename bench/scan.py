@@ -79,6 +79,8 @@ HOSTILE_WORST_CASES = {
     "many keygen then an append": "ssh-keygen " * 1_800 + ">>",
     "many netcat then a redirect": "nc " * 6_000 + "<",
     "many URLs with parameters": "https://a?b=" * 1_600,
+    "many cues for an errand": "assistant, " * 1_900,
+    "many cues, no sentence end": "assistant, quietly from now on " * 700,
 }
 
 

@@ -268,26 +268,37 @@ _REACH = 240
 """How far apart, in characters, a cue and an act may be."""
 
 
+def _stretch(text: str, start: int, end: int) -> tuple[int, int]:
+    """Where an act may lie for a cue at ``text[start:end]``: within :data:`_REACH` characters of it, not past
+    a line break or a full stop on either side."""
+    floor = max(0, start - _REACH)
+    line_start, stop_before = text.rfind("\n", floor, start), text.rfind(". ", floor, start)
+    left = max(floor, line_start + 1, stop_before + 2 if stop_before >= 0 else 0)
+    ceiling = min(len(text), end + _REACH)
+    line_end, stop_after = text.find("\n", end, ceiling), text.find(". ", end, ceiling)
+    right = min(ceiling, line_end if line_end >= 0 else ceiling, stop_after + 1 if stop_after >= 0 else ceiling)
+    return left, right
+
+
 class _Errand:
     """Finds an act within :data:`_REACH` characters of a cue, on the same line and in the same sentence."""
 
     def search(self, text: str) -> re.Match[str] | None:
-        """The first act near a cue in lower-cased, folded ``text``, or ``None``."""
+        """The first act near a cue in lower-cased, folded ``text``, or ``None``.
+
+        The stretches of neighbouring cues are merged before the act is looked for, so a text packed with cues
+        costs one pass over it rather than one per cue.
+        """
+        pending: tuple[int, int] | None = None
         for cue in _CUE.finditer(text):
-            start, end = cue.start(), cue.end()
-            # The stretch around the cue: back to the line break or full stop before it, on to the one after.
-            line_start, stop_before = text.rfind("\n", 0, start), text.rfind(". ", 0, start)
-            left = max(start - _REACH, line_start + 1, stop_before + 2 if stop_before >= 0 else 0)
-            line_end, stop_after = text.find("\n", end), text.find(". ", end)
-            right = min(
-                end + _REACH,
-                len(text) if line_end < 0 else line_end,
-                len(text) if stop_after < 0 else stop_after + 1,
-            )
-            act = _ACT.search(text, left, right)
-            if act is not None:
+            left, right = _stretch(text, cue.start(), cue.end())
+            if pending is not None and left <= pending[1]:
+                pending = (pending[0], max(pending[1], right))
+                continue
+            if pending is not None and (act := _ACT.search(text, *pending)) is not None:
                 return act
-        return None
+            pending = (left, right)
+        return None if pending is None else _ACT.search(text, *pending)
 
 
 ERRAND = _Errand()
