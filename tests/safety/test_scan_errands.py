@@ -140,10 +140,10 @@ def test_written_near_miss_note_scans_clean(note: str) -> None:
 
 
 def test_most_written_errands_are_caught() -> None:
-    # The family was developed on these, so this guards against regressions; the README reports how it did
-    # on the sets written before each change, which it had not seen.
+    # A guard against regressions: the family was developed on most of these (0.8 caught), and the last 40
+    # were written after it was finished (0.65 caught; the README has how each set fared).
     caught = sum(bool(scan(text)) for text in WRITTEN_ERRANDS)
-    assert caught >= 0.8 * len(WRITTEN_ERRANDS)
+    assert caught >= 0.75 * len(WRITTEN_ERRANDS)
 
 
 def test_written_errand_data_is_large_enough_to_mean_something() -> None:
