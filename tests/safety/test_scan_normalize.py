@@ -8,6 +8,8 @@ import time
 from urllib.parse import quote
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mnemo.safety.normalize import MAX_DECODED_CHARS, MAX_VIEWS, fold, views
 from mnemo.safety.scan import PROMPT_INJECTION, scan
@@ -29,6 +31,7 @@ def readings(text: str) -> dict[str, str]:
         ("\u0399GNORE \u03a1REVIOUS", "IGNORE PREVIOUS"),  # Greek capitals
         ("\u1d0f\u1d20\u1d07\u0280\u0280\u026a\u1d05\u1d07", "override"),  # small capitals
         ("ïgnörè prévïöüs", "ignore previous"),  # accents
+        ("ign\u03ccre prev\u03afous", "ignore previous"),  # accented Greek look-alikes (omicron, iota with tonos)
         ("ig\u200bno\u200dre pre\u2060vi\u00adous", "ignore previous"),  # zero-width and soft hyphen
         ("\u202eignore\u202c \u2066previous\u2069", "ignore previous"),  # bidi controls
         ("ｉｇｎｏｒｅ　ｐｒｅｖｉｏｕｓ", "ignore previous"),  # full width (NFKC)
@@ -37,6 +40,12 @@ def readings(text: str) -> dict[str, str]:
 )
 def test_fold_reads_disguised_letters_as_the_latin_they_imitate(disguised: str, plain: str) -> None:
     assert fold(disguised) == plain
+
+
+@given(st.text(alphabet=st.characters(codec="utf-8", max_codepoint=0x3000), max_size=60))
+def test_folding_twice_changes_nothing(text: str) -> None:
+    # A reading is folded once; the classifier folds what it is given again and must see the same text.
+    assert fold(fold(text)) == fold(text)
 
 
 def test_fold_keeps_case_and_plain_ascii_unchanged() -> None:

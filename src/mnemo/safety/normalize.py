@@ -85,15 +85,15 @@ def fold(text: str) -> str:
     text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
     if text.isascii():
         return text
-    # ``str.translate`` looks up every character of a non-ASCII string (~70 ns each); a character class
-    # finds the few that need replacing at C speed.
-    text = _CONFUSABLE.sub(_read_as_latin, text)
     decomposed = unicodedata.normalize("NFD", text)
     # Accents are found among the distinct characters (a note has a few dozen), then removed in one pass.
     accents = "".join(char for char in set(decomposed) if unicodedata.combining(char))
     if accents:
         decomposed = re.sub(f"[{accents}]", "", decomposed)
-    return unicodedata.normalize("NFC", decomposed)
+    # Look-alikes are read after the accents are gone, so an accented one ("ό", omicron with tonos) is read
+    # too. ``str.translate`` looks up every character of a non-ASCII string (~70 ns each); a character class
+    # finds the few that need replacing at C speed.
+    return unicodedata.normalize("NFC", _CONFUSABLE.sub(_read_as_latin, decomposed))
 
 
 def _read_as_latin(match: re.Match[str]) -> str:
