@@ -13,6 +13,7 @@ the agent's tools or hides what it asks) within reach of an *act* against the us
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 
@@ -262,8 +263,6 @@ _ACTS: list[str] = [
     r"document\.cookie\b",
 ]
 
-_CUE = re.compile(rf"\b{_alternation(_CUES)}", re.MULTILINE)
-_ACT = re.compile(rf"\b{_alternation(_ACTS)}", re.MULTILINE)
 _REACH = 240
 """How far apart, in characters, a cue and an act may be."""
 
@@ -280,6 +279,16 @@ def _stretch(text: str, start: int, end: int) -> tuple[int, int]:
     return left, right
 
 
+# Compiled on the first search, not at import: ~180 ms that a process which never writes should not pay.
+@functools.cache
+def _compiled() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """The cues' pattern and the acts' pattern."""
+    return (
+        re.compile(rf"\b{_alternation(_CUES)}", re.MULTILINE),
+        re.compile(rf"\b{_alternation(_ACTS)}", re.MULTILINE),
+    )
+
+
 class _Errand:
     """Finds an act within :data:`_REACH` characters of a cue, on the same line and in the same sentence."""
 
@@ -289,16 +298,17 @@ class _Errand:
         The stretches of neighbouring cues are merged before the act is looked for, so a text packed with cues
         costs one pass over it rather than one per cue.
         """
+        cues, acts = _compiled()
         pending: tuple[int, int] | None = None
-        for cue in _CUE.finditer(text):
+        for cue in cues.finditer(text):
             left, right = _stretch(text, cue.start(), cue.end())
             if pending is not None and left <= pending[1]:
                 pending = (pending[0], max(pending[1], right))
                 continue
-            if pending is not None and (act := _ACT.search(text, *pending)) is not None:
+            if pending is not None and (act := acts.search(text, *pending)) is not None:
                 return act
             pending = (left, right)
-        return None if pending is None else _ACT.search(text, *pending)
+        return None if pending is None else acts.search(text, *pending)
 
 
 ERRAND = _Errand()
