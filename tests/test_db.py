@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from mnemo._db import DatabaseError, connect, file_problem, migrate, write_transaction
+from mnemo._db import DatabaseError, close, connect, file_problem, migrate, write_transaction
 
 STEPS = [
     "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL);"
@@ -129,3 +129,39 @@ def test_the_header_check_never_opens_a_file_this_process_holds_a_connection_to(
     conn.close()
     assert file_problem(path) is None
     assert opened == [path]
+
+
+
+def _copy_of(database: Path) -> list[tuple[str]]:
+    """The notes in a copy of the database file alone, as a backup by copying would take it."""
+    copy = database.with_name("copy.db")
+    copy.write_bytes(database.read_bytes())
+    return sqlite3.connect(copy).execute("SELECT body FROM notes").fetchall()
+
+
+def test_closing_folds_the_log_into_the_database_file_while_another_connection_reads(tmp_path):
+    database = tmp_path / "state.db"
+    writer = connect(database)
+    migrate(writer, "notes", STEPS)
+    writer.execute("INSERT INTO notes (body) VALUES ('kept')")
+    reader = connect(database)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM notes").fetchall()
+    close(writer)
+    assert _copy_of(database) == [("kept",)]
+    reader.execute("COMMIT")
+    reader.close()
+
+
+def test_closing_beside_a_reader_of_an_older_snapshot_loses_nothing(tmp_path):
+    database = tmp_path / "state.db"
+    writer = connect(database)
+    migrate(writer, "notes", STEPS)
+    reader = connect(database)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM notes").fetchall()
+    writer.execute("INSERT INTO notes (body) VALUES ('later')")
+    close(writer)
+    reader.execute("COMMIT")
+    assert [tuple(row) for row in reader.execute("SELECT body FROM notes")] == [("later",)]
+    reader.close()

@@ -168,6 +168,26 @@ def connect(path: str | Path, *, readonly: bool = False) -> sqlite3.Connection:
     return conn
 
 
+_CLOSING_BUSY_MS = 250
+
+
+def close(conn: sqlite3.Connection) -> None:
+    """Fold the write-ahead log into the database file, then close ``conn``.
+
+    SQLite does this only in the last connection to close, and two connections closing at once (the
+    archive and the graph of one session) can each see the other still open: then the log kept
+    everything written, the database file alone was stale, and a copy of it lost data. A reader in
+    another process may keep the log in use; the wait for it is short and a busy log stays as it is.
+    """
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {_CLOSING_BUSY_MS}")
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+    except sqlite3.Error as exc:
+        log.debug("checkpoint on close skipped: %s", exc)
+    finally:
+        conn.close()
+
+
 def _journal_mode_wal(conn: sqlite3.Connection) -> str:
     # Two processes opening a database that does not exist yet race to switch it to WAL, and SQLite
     # answers the loser "database is locked" without calling the busy handler: retry like a write.

@@ -92,7 +92,7 @@ class SessionArchive(Archive):
         """Close the connection; idempotent."""
         with self._lock:
             if self._conn is not None:
-                self._conn.close()
+                _db.close(self._conn)
                 self._conn = None
 
     @contextmanager

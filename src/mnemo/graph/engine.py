@@ -223,7 +223,7 @@ class SqliteEngine(GraphEngine):
 
     def close(self) -> None:
         if self._owns:
-            self.conn.close()
+            _db.close(self.conn)
 
     def has_table(self, name: str) -> bool:
         return self.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
