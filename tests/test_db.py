@@ -131,7 +131,6 @@ def test_the_header_check_never_opens_a_file_this_process_holds_a_connection_to(
     assert opened == [path]
 
 
-
 def _copy_of(database: Path) -> list[tuple[str]]:
     """The notes in a copy of the database file alone, as a backup by copying would take it."""
     copy = database.with_name("copy.db")
