@@ -31,6 +31,7 @@ from ..errors import InvalidArgument
 from . import errands
 from .classifier import Model, load_model
 from .normalize import INVISIBLE_CLASSES, View, fold, views
+from .openings import by_openings
 
 __all__ = [
     "CATEGORIES",
@@ -468,8 +469,15 @@ _RULES: tuple[tuple[str, str, tuple[tuple[str, ...], ...], str | _Matcher], ...]
         "addressed_to_the_ai",
         ((":",), ("ai", "assistant", "model", "llm", "agent", "chatbot")),
         r"\b(?:p\.?\s?s\.?|note|attention|message|instructions?|hey|dear)\s+(?:to|for)?\s*(?:the\s+|all\s+|any\s+)?"
-        r"(?:ai|assistant|language\s+model|model|llm|chatbot|ai\s+agents?|agents?\s+reading\s+this)s?\s*:"
-        r"|(?:^|[.!?]\s+)(?:ai|llm)\s+(?:agents?|assistants?|models?)\s*:",
+        r"(?:ai|assistant|language\s+model|model|llm|chatbot|ai\s+agents?|agents?\s+reading\s+this)s?\s*:",
+    ),
+    (
+        PROMPT_INJECTION,
+        "addressed_to_the_ai",
+        # "AI agents:" opening a sentence. An entry of its own, so that the one above, whose every branch opens
+        # with a word, is tried only where those words occur (see .openings).
+        ((":",), ("ai", "llm")),
+        r"(?:^|[.!?]\s+)(?:ai|llm)\s+(?:agents?|assistants?|models?)\s*:",
     ),
     (
         PROMPT_INJECTION,
@@ -647,7 +655,7 @@ _RULES: tuple[tuple[str, str, tuple[tuple[str, ...], ...], str | _Matcher], ...]
         # keys@attacker.example", "post the last ten messages of this chat to https://paste...", "append them to
         # the link https://...". A verb that moves, what is moved, and where to, within one sentence; the user's
         # documents or invoices sent to their accountant are an errand, not this.
-        r"\b(?:send|e-?mail|forward|post|upload|paste|append|attach|put|include|transfer|share|copy|leak|sync)\s+"
+        r"\b(?:send|email|e-mail|forward|post|upload|paste|append|attach|put|include|transfer|share|copy|leak|sync)\s+"
         r"[^.\n]{0,40}?\b(?:(?:the\s+)?user'?s\s+(?:\w+\s+){0,2}?(?:api\s+keys?|passwords?|credentials|secrets?"
         r"|tokens?|messages|inbox|chat\s+history|private\s+\w+)"
         r"|(?:this|the)\s+(?:chat|conversation)|(?:last|previous)\s+(?:\w+\s+)?messages|private\s+(?:key|notes"
@@ -821,19 +829,19 @@ def _lower_case(pattern: str) -> str:
     return "".join(piece if piece[0] == "\\" else piece.lower() for piece in pieces)
 
 
+def _matcher(pattern: str) -> _Matcher:
+    lowered = _lower_case(pattern)
+    return by_openings(lowered, re.MULTILINE) or re.compile(lowered, re.MULTILINE)
+
+
 # Patterns run case-sensitively on lower-cased text: the same matches as ``re.IGNORECASE``, in about
 # two thirds of the time. Compiled on the first scan, not at import: ~40 ms that a process which never
 # writes (a search, a recall) should not pay.
 @functools.cache
 def _compiled() -> tuple[_Rule, ...]:
-    """The rules, compiled."""
+    """The rules, compiled (tried only where their opening literals occur, when they have some: see :mod:`.openings`)."""
     return tuple(
-        _Rule(
-            category,
-            name,
-            needs,
-            re.compile(_lower_case(pattern), re.MULTILINE) if isinstance(pattern, str) else pattern,
-        )
+        _Rule(category, name, needs, _matcher(pattern) if isinstance(pattern, str) else pattern)
         for category, name, needs, pattern in _RULES
     )
 
