@@ -26,6 +26,7 @@ from mnemo.safety.classifier import (
     injection_probability,
     load_model,
 )
+from mnemo.safety.normalize import fold
 from mnemo.safety.scan import CATEGORIES, CLASSIFIER_RULE, DEFAULT_SCAN_THRESHOLD, PROMPT_INJECTION, scan
 
 DATA = Path(__file__).parent / "data"
@@ -122,6 +123,13 @@ def test_a_batch_gives_each_text_the_exact_score_it_gets_alone() -> None:
     texts = BATCH + WRITTEN_ATTACKS[:20] + WRITTEN_BENIGN[:20]
     model = load_model()
     assert model.probabilities(texts) == [model.probability(text) for text in texts]
+
+
+@given(st.text(max_size=200))
+def test_already_folded_text_has_the_features_it_gets_when_folded_again(text: str) -> None:
+    folded = [fold(text)]
+    for expected, got in zip(features_of_many(folded), features_of_many(folded, folded=True), strict=True):
+        assert np.array_equal(expected, got)
 
 
 def test_features_of_no_texts_are_empty() -> None:

@@ -62,11 +62,14 @@ def feature_indices(text: str) -> tuple[np.ndarray, np.ndarray]:
     return slots, signs
 
 
-def features_of_many(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def features_of_many(texts: Sequence[str], *, folded: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The hashed features of every text at once, as :func:`feature_indices` gives them one by one:
     ``(owner, slots, signs)``, where ``owner`` is the index of the text each feature belongs to (ascending,
-    slots ascending within a text). A batch costs a few array operations in all rather than per text."""
-    cleaned = [_SPACES.sub(" ", fold(text).lower()).strip() for text in texts]
+    slots ascending within a text). A batch costs a few array operations in all rather than per text.
+
+    ``folded`` says the texts are already :func:`~mnemo.safety.normalize.fold`'s output (the scan's readings
+    are), so they are not folded again: the same features, since folding twice changes nothing."""
+    cleaned = [_SPACES.sub(" ", (text if folded else fold(text)).lower()).strip() for text in texts]
     # One text needs no bookkeeping of whose feature is whose (the common case: every write scans one).
     several = len(texts) > 1
     hashes: list[np.ndarray] = []
@@ -123,9 +126,10 @@ class Model:
     scale: float
     bias: float
 
-    def logits(self, texts: Sequence[str]) -> np.ndarray:
-        """The model's log-odds that each of ``texts`` is an injection, computed for the batch at once."""
-        owner, slots, signs = features_of_many(texts)
+    def logits(self, texts: Sequence[str], *, folded: bool = False) -> np.ndarray:
+        """The model's log-odds that each of ``texts`` is an injection, computed for the batch at once
+        (``folded``: see :func:`features_of_many`)."""
+        owner, slots, signs = features_of_many(texts, folded=folded)
         # Integer sums, exact in float64 (|sum| < 2**53), so the batch gives each text the bits it gets alone.
         totals = np.bincount(owner, weights=self.weights[slots] * signs, minlength=len(texts))
         # A text without features has a total of 0 and scores the bias alone.
@@ -136,9 +140,10 @@ class Model:
         """The model's log-odds that ``text`` is an injection."""
         return float(self.logits([text])[0])
 
-    def probabilities(self, texts: Sequence[str]) -> list[float]:
-        """The model's probability, in [0, 1], that each of ``texts`` is an injection."""
-        return [_probability(float(logit)) for logit in self.logits(texts)]
+    def probabilities(self, texts: Sequence[str], *, folded: bool = False) -> list[float]:
+        """The model's probability, in [0, 1], that each of ``texts`` is an injection (``folded``: see
+        :func:`features_of_many`)."""
+        return [_probability(float(logit)) for logit in self.logits(texts, folded=folded)]
 
     def probability(self, text: str) -> float:
         """The model's probability, in [0, 1], that ``text`` is an injection."""

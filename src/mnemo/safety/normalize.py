@@ -123,6 +123,9 @@ _LEET_INSIDE = re.compile(r"[013457@!$](?:(?<=[a-zA-Z][013457@!$])[a-zA-Z]|[a-zA
 
 # Letters spaced out one by one ("i g n o r e  a l l"); a wider gap (or a slash) separates the words.
 _SPACED_RUN = re.compile(r"(?<![\w])(?:[A-Za-z](?:[ .\-_*]|  {1,3}| ?/ ?)){4,}[A-Za-z](?![\w])")
+# What every spaced run holds, with no look-behind before it: a separator, a letter, a gap, a letter, a separator.
+# ``re`` jumps between separators to look for it, five times faster than trying the run at every letter.
+_SPACED_INSIDE = re.compile(r"[ .\-_*/][A-Za-z][ .\-_*/]{1,4}[A-Za-z][ .\-_*/]")
 _SPACED_GAP = re.compile(r" {2,}| ?/ ?")
 _SPACED_SEPARATOR = re.compile(r"[ .\-_*]")
 
@@ -134,7 +137,8 @@ _PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
 _MIN_DECODED_CHARS = 8
 # English run through rot13 is full of these ("the", "and", "you", "is", "to", "ignore", "system",
 # "prompt", "instructions"), which plain text in any language hardly ever contains.
-_ROT13_TELLS = re.compile(r"\b(?:gur|naq|lbh|lbhe|vf|gb|vtaber|flfgrz|cebzcg|vafgehpgvbaf?|cerivbhf)\b")
+_ROT13_WORDS = ("gur", "naq", "lbh", "lbhe", "vf", "gb", "vtaber", "flfgrz", "cebzcg", "vafgehpgvba", "vafgehpgvbaf", "cerivbhf")
+_ROT13_TELLS = re.compile(rf"\b(?:{'|'.join(_ROT13_WORDS)})\b")
 _ROT13_MIN_TELLS = 2
 
 
@@ -223,13 +227,19 @@ def _despaced(text: str) -> str | None:
         words = _SPACED_GAP.split(match.group())
         return " ".join(_SPACED_SEPARATOR.sub("", word) for word in words)
 
+    if not _SPACED_INSIDE.search(text):
+        return None
     result, count = _SPACED_RUN.subn(join, text)
     return result if count else None
 
 
 def _rot13(text: str) -> str | None:
+    lowered = text.lower()
+    # A tell is a whole word; a text without even the letters of one (most) is not searched for them.
+    if not any(map(lowered.__contains__, _ROT13_WORDS)):
+        return None
     tells = 0
-    for _ in _ROT13_TELLS.finditer(text.lower()):
+    for _ in _ROT13_TELLS.finditer(lowered):
         tells += 1
         if tells >= _ROT13_MIN_TELLS:
             return codecs.encode(text, "rot13")

@@ -944,7 +944,7 @@ def _classifier_best(batch: Sequence[list[View]], model: Model) -> list[tuple[fl
     ]
     best = [(0.0, readings[0]) for readings in batch]
     for (index, reading), probability in zip(
-        scored, model.probabilities([reading.text for _, reading in scored]), strict=True
+        scored, model.probabilities([reading.text for _, reading in scored], folded=True), strict=True
     ):
         if probability > best[index][0]:
             best[index] = (probability, reading)
