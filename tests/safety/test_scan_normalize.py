@@ -113,7 +113,9 @@ def test_letters_spaced_out_with_any_separator_are_always_joined(text: str) -> N
     assert ("spaced" in readings(text)) == spaced_out
 
 
-@given(st.lists(st.sampled_from(["gur", "naq", "lbh", "vf", "gb", "tbbq", "x", " ", ".", "\n"]), max_size=30).map("".join))
+@given(
+    st.lists(st.sampled_from(["gur", "naq", "lbh", "vf", "gb", "tbbq", "x", " ", ".", "\n"]), max_size=30).map("".join)
+)
 def test_a_text_with_two_rotated_words_always_gets_a_rot13_reading(text: str) -> None:
     rotated = len(_ROT13_TELLS.findall(text)) >= 2
     assert ("rot13" in readings(text)) == rotated
