@@ -21,6 +21,7 @@ from mnemo.errors import InvalidArgument
 from mnemo.safety.classifier import (
     FEATURE_BITS,
     WEIGHTS_FILE,
+    _words,
     feature_indices,
     features_of_many,
     injection_probability,
@@ -130,6 +131,11 @@ def test_already_folded_text_has_the_features_it_gets_when_folded_again(text: st
     folded = [fold(text)]
     for expected, got in zip(features_of_many(folded), features_of_many(folded, folded=True), strict=True):
         assert np.array_equal(expected, got)
+
+
+@given(st.text(alphabet=st.one_of(st.characters(max_codepoint=127), st.sampled_from("é’—²٣ß\u00a0")), max_size=60))
+def test_words_are_the_runs_of_letters_and_of_digits_however_they_are_found(text: str) -> None:
+    assert _words(text) == re.findall(r"[^\W\d_]+|\d+", text)
 
 
 def test_features_of_no_texts_are_empty() -> None:

@@ -39,7 +39,8 @@ WEIGHTS_FILE = "scan_weights.npz"
 
 _CHAR_NGRAM = 4
 _WORD = re.compile(r"[^\W\d_]+|\d+")
-_SPACES = re.compile(r"\s+")
+# Every ASCII character that is neither a letter nor a digit, as a space.
+_ASCII_SEPARATORS = str.maketrans({code: " " for code in range(128) if not chr(code).isalnum()})
 _MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
 _ROLL = np.uint64(1_000_003)
 _SHIFT = np.uint64(64 - FEATURE_BITS)
@@ -62,6 +63,23 @@ def feature_indices(text: str) -> tuple[np.ndarray, np.ndarray]:
     return slots, signs
 
 
+def _words(text: str) -> list[str]:
+    """The runs of letters and the runs of digits of ``text``, as ``_WORD.findall`` gives them; for ASCII text
+    (most notes) by translating and splitting, two to three times faster than the regex."""
+    if not text.isascii():
+        return _WORD.findall(text)
+    tokens = text.translate(_ASCII_SEPARATORS).split()
+    # Letters and digits run together ("sha256", "3pm") are split as the pattern splits them.
+    mixed = [index for index, token in enumerate(tokens) if not (token.isalpha() or token.isdigit())]
+    words: list[str] = []
+    plain = 0
+    for index in mixed:
+        words += tokens[plain:index]
+        words += _WORD.findall(tokens[index])
+        plain = index + 1
+    return words + tokens[plain:]
+
+
 def features_of_many(texts: Sequence[str], *, folded: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The hashed features of every text at once, as :func:`feature_indices` gives them one by one:
     ``(owner, slots, signs)``, where ``owner`` is the index of the text each feature belongs to (ascending,
@@ -69,12 +87,13 @@ def features_of_many(texts: Sequence[str], *, folded: bool = False) -> tuple[np.
 
     ``folded`` says the texts are already :func:`~mnemo.safety.normalize.fold`'s output (the scan's readings
     are), so they are not folded again: the same features, since folding twice changes nothing."""
-    cleaned = [_SPACES.sub(" ", (text if folded else fold(text)).lower()).strip() for text in texts]
+    # str.split() breaks at exactly the characters ``\s`` matches.
+    cleaned = [" ".join((text if folded else fold(text)).lower().split()) for text in texts]
     # One text needs no bookkeeping of whose feature is whose (the common case: every write scans one).
     several = len(texts) > 1
     hashes: list[np.ndarray] = []
     owners: list[np.ndarray] = []
-    words = [_WORD.findall(text) for text in cleaned]
+    words = [_words(text) for text in cleaned]
     if any(words):
         word_hashes = np.array(
             [zlib.crc32(word.encode("utf-8", "surrogatepass")) for each in words for word in each], dtype=np.uint64
