@@ -117,6 +117,8 @@ _LEET_WORD = re.compile(
     r"(?<![\w$@!])(?!\$)(?=[\w$@!]*[a-zA-Z])(?=[\w$@!]*[013457@!$])[a-zA-Z013457@!$]{3,40}(?![\w$@!])"
 )
 _LEET_DIGITS = re.compile(r"\d")
+# "jo@example" followed by ".com": an e-mail address, the commonest "@" between letters in a note.
+_DOMAIN_AFTER = re.compile(r"\.[a-z]{2,}\b", re.IGNORECASE)
 # A stand-in between letters, or a letter between stand-ins. Written to start at the stand-in, which is rare,
 # so the search skips to candidates at C speed instead of trying every letter (5x faster on a note).
 _LEET_INSIDE = re.compile(r"[013457@!$](?:(?<=[a-zA-Z][013457@!$])[a-zA-Z]|[a-zA-Z][013457@!$])")
@@ -199,6 +201,14 @@ def _payloads(text: str) -> list[View]:
     return found[:MAX_VIEWS]
 
 
+def _disguised(word: re.Match[str]) -> bool:
+    """Whether ``word`` puts a stand-in between letters; the ``@`` of an e-mail address does not count."""
+    text = word.group()
+    if _DOMAIN_AFTER.match(word.string, word.end()):
+        text = text.replace("@", "")
+    return _LEET_INSIDE.search(text) is not None
+
+
 def _leetspeak(text: str) -> str | None:
     # Hex digests, ids and versions ("ed25519", "s3", "5th") mix letters and digits too. Leetspeak puts its
     # stand-ins between letters ("1gn0r3"), so a text gets a leetspeak reading only if some word does that;
@@ -206,7 +216,7 @@ def _leetspeak(text: str) -> str | None:
     if not _LEET_INSIDE.search(text):
         return None
     words = [match for match in _LEET_WORD.finditer(text) if _mostly_letters(match.group())]
-    if not any(_LEET_INSIDE.search(match.group()) for match in words):
+    if not any(map(_disguised, words)):
         return None
     pieces, kept = [], 0
     for match in words:
