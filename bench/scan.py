@@ -12,7 +12,8 @@ left out of that fold too, since collections copy each other (DAN prompts circul
 as flagged when the patterns flag it or the held-out classifier's probability reaches the threshold. The sweep
 over thresholds pools all groups; the default threshold is the lowest whose pooled false-positive rate is at
 most 1%. Per-source and per-category tables also show the shipped model, which has seen the trainable groups
-(so its numbers on them are not estimates of anything).
+(so its numbers on them are not estimates of anything). A last table bounds what the features could reach: a
+model fitted on every example, scored on the same ones at 1% false positives.
 
 Speed: p50/p95 of scanning full 2,200-character entries and dev-set notes; the worst hostile input found;
 ``remember_many`` with scanning on against the same run with scanning off.
@@ -26,6 +27,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import math
 import statistics
 import sys
 import tempfile
@@ -147,6 +149,8 @@ class _Scored:
     """Classifier probability from the model trained without this example's group."""
     shipped: float
     """Classifier probability from the shipped model (trained on this example if it is trainable)."""
+    in_sample: float
+    """Classifier probability from a model fitted on every example, this one and all untrainable ones included."""
 
 
 NEAR_DUPLICATE = 0.3
@@ -181,8 +185,12 @@ def _score_all(examples: list[train_scan.Example]) -> list[_Scored]:
         best = scan_module._classifier_best([readings[index] for index in members], model)
         held_out.update((index, probability) for index, (probability, _) in zip(members, best, strict=True))
     shipped = scan_module._classifier_best(readings, shipped_model)
+    weights, bias = train_scan.fit(examples)
+    in_sample = scan_module._classifier_best(readings, Model(*train_scan.quantise(weights), bias))
     return [
-        _Scored(example, bool(scan(example.text, threshold=1.0)), held_out[index], shipped[index][0])
+        _Scored(
+            example, bool(scan(example.text, threshold=1.0)), held_out[index], shipped[index][0], in_sample[index][0]
+        )
         for index, example in enumerate(examples)
     ]
 
@@ -264,6 +272,43 @@ def detection_tables(rows: list[_Scored], threshold: float) -> dict[str, object]
             for (group, attack), members in sorted(by_group.items())
         },
     }
+
+
+def _ceiling(rows: list[_Scored], *, patterns: bool) -> tuple[float, float]:
+    """The in-sample model's lowest threshold whose pooled false positives stay within :data:`FP_TARGET`
+    (with the patterns' own false positives counted when ``patterns``), and the pooled detection there."""
+    benign = [row for row in rows if not row.example.attack]
+    budget = int(FP_TARGET * len(benign)) - (sum(row.patterns for row in benign) if patterns else 0)
+    scores = sorted((row.in_sample for row in benign if not (patterns and row.patterns)), reverse=True)
+    threshold = math.nextafter(scores[budget], 1.0) if 0 <= budget < len(scores) else 0.0
+    attacks = [row for row in rows if row.example.attack]
+    caught = sum((patterns and row.patterns) or row.in_sample >= threshold for row in attacks)
+    return threshold, caught / len(attacks)
+
+
+def ceiling_table(rows: list[_Scored]) -> dict[str, float]:
+    """Print what the features could reach at best: a model fitted on every example, scored on the same ones
+    at 1% false positives. Not an estimate of anything; a bound on what more training data could bring."""
+    alone, alone_rate = _ceiling(rows, patterns=False)
+    combined, combined_rate = _ceiling(rows, patterns=True)
+    by_group: dict[str, list[_Scored]] = {}
+    for row in rows:
+        if row.example.attack:
+            by_group.setdefault(row.example.group, []).append(row)
+    table = [
+        (group, len(members),
+         f"{sum(row.in_sample >= alone for row in members) / len(members):.3f}",
+         f"{sum(row.patterns or row.in_sample >= combined for row in members) / len(members):.3f}")
+        for group, members in sorted(by_group.items())
+    ]  # fmt: skip
+    table.append(("all attacks, pooled", sum(map(len, by_group.values())), f"{alone_rate:.3f}", f"{combined_rate:.3f}"))
+    print_table(
+        "Ceiling, in-sample: the classifier fitted on every example and scored on the same, at pooled false"
+        " positives <= 1%",
+        ["source", "n", "classifier alone", "patterns + classifier"],
+        table,
+    )
+    return {"classifier": round(alone_rate, 4), "with_patterns": round(combined_rate, 4)}
 
 
 # --- speed targets -------------------------------------------------------------------------------------
@@ -363,7 +408,9 @@ def main(argv: list[str] | None = None) -> None:
         if absent:
             names = ", ".join(corpus.repo for corpus in absent)
             print(f"not measured (no clone under {args.corpora}): {names}", file=sys.stderr)
-        result["detection"] = detection_tables(_score_all(train_scan.all_examples(args.dev, args.corpora)), args.threshold)
+        rows = _score_all(train_scan.all_examples(args.dev, args.corpora))
+        result["detection"] = detection_tables(rows, args.threshold)
+        result["in_sample_ceiling"] = ceiling_table(rows)
     result["speed"] = speed_table(dev)
     header = f"{'operation':<56} {'chars':>8} {'median us':>12} {'vs base':>7}"
     print(header)
