@@ -31,6 +31,8 @@ def _literals(pattern: str) -> tuple[str, ...] | None:
         (r"\b(?:email|e-mail|n't)\s+it", ("e-mail", "email", "n't")),
         # escaped and bare punctuation opening a branch
         (r"\b(?:curl|wget)\b|\[system\]|<\s*script", ("<", "[", "curl", "wget")),
+        # several branches: re would try them at every position, even if each opens with a literal
+        (r"<\s*script|\bhref\s*=", ("<", "href")),
     ],
 )
 def test_the_literals_every_match_opens_with_are_read_from_the_pattern(pattern: str, literals: tuple[str, ...]) -> None:
@@ -45,7 +47,7 @@ def test_the_literals_every_match_opens_with_are_read_from_the_pattern(pattern: 
         r"\b(?:curl|wget)\b|(?<=x)y",  # a look-behind
         r"\b(?:the\s+)?system\s+prompt",  # an optional opening group
         r"\bfoo|.bar",  # any character
-        r"<\s*script",  # re already jumps to the literal
+        r"<\s*script",  # one branch: re already jumps to its literal
     ],
 )
 def test_a_pattern_that_may_open_otherwise_is_left_to_a_plain_search(pattern: str) -> None:

@@ -105,18 +105,20 @@ def _openings(branch: str) -> set[str] | None:
 
 def by_openings(pattern: str, flags: int = 0) -> Openings | None:
     """``pattern`` compiled as :class:`Openings`, or None when a match might open with something other than
-    a literal (a class, an anchor, a look-around) or ``re`` already jumps to its opening literal."""
+    a literal (a class, an anchor, a look-around) or ``re`` already jumps to its opening literal (a single
+    branch that opens with one)."""
     top, end = _scan_group(pattern, 0)
     if end < len(pattern):
         raise ValueError(f"unbalanced parenthesis in {pattern!r}")
+    branches = _pieces(pattern, 0, top, end)
+    if len(branches) == 1 and not pattern.startswith((r"\b", "(")):
+        return None
     found: set[str] = set()
-    for branch in _pieces(pattern, 0, top, end):
+    for branch in branches:
         literals = _openings(branch)
         if literals is None:
             return None
         found |= literals
-    if not pattern.startswith((r"\b", "(")):
-        return None
     # A literal that another one starts with finds every position the longer one would.
     kept = tuple(sorted(literal for literal in found if not any(literal.startswith(o) and literal != o for o in found)))
     return Openings(re.compile(pattern, flags), kept)
