@@ -2,6 +2,7 @@
 
 import multiprocessing
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -135,7 +136,8 @@ def _copy_of(database: Path) -> list[tuple[str]]:
     """The notes in a copy of the database file alone, as a backup by copying would take it."""
     copy = database.with_name("copy.db")
     copy.write_bytes(database.read_bytes())
-    return sqlite3.connect(copy).execute("SELECT body FROM notes").fetchall()
+    with closing(sqlite3.connect(copy)) as conn:
+        return conn.execute("SELECT body FROM notes").fetchall()
 
 
 def test_closing_folds_the_log_into_the_database_file_while_another_connection_reads(tmp_path):
