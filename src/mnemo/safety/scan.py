@@ -839,7 +839,8 @@ def _matcher(pattern: str) -> _Matcher:
 # writes (a search, a recall) should not pay.
 @functools.cache
 def _compiled() -> tuple[_Rule, ...]:
-    """The rules, compiled (tried only where their opening literals occur, when they have some: see :mod:`.openings`)."""
+    """The rules, compiled; those whose matches open with known literals are tried only where these occur
+    (see :mod:`.openings`)."""
     return tuple(
         _Rule(category, name, needs, _matcher(pattern) if isinstance(pattern, str) else pattern)
         for category, name, needs, pattern in _RULES
