@@ -1,0 +1,171 @@
+"""The phrase patterns of the deterministic extractor: what is refused, who a sentence is about, and its type.
+
+Patterns of English, not of particular conversations: a request names the assistant or opens with a verb
+of command, a question asks, a hypothetical opens with "if"; a statement worth keeping has the speaker (or
+the speaker's own environment: "our staging DB", "the repo") as its subject and says what they are, have,
+like, did or plan. Kept apart from :mod:`.extract_rules` so the vocabulary can grow without the logic.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .types import MemoryType
+
+
+# One adverb may stand between a subject and its verb ("I even went", "we currently use").
+ADVERB = (
+    r"(?:(?:really|also|just|still|even|first|then|once|finally|recently|already|actually|definitely|totally"
+    r"|absolutely|usually|always|never|often|sometimes|mostly|only|currently|now|kinda|basically|literally"
+    r"|honestly|mainly|generally) )?"
+)
+
+
+def _compile(*parts: str) -> re.Pattern[str]:
+    return re.compile("|".join(parts).replace("{ADV}", ADVERB), re.IGNORECASE)
+
+
+# Spoken openers and a vocative name ("Yeah Maria,", "Wow, John!", "Thanks!") carry nothing; they are cut so
+# the rest of the sentence is judged on its own.
+OPENER = re.compile(
+    r"^(?:(?:hey|hi|hello|yeah|yes|yep|yup|yah|no|nope|oh|ooh|ok|okay|well|wow|woah|whoa|woo+hoo+|woo+|cool|great"
+    r"|nice|awesome|sure|thanks|thank you|haha|lol|hmm+|ugh|so|and|but|also|btw|by the way|actually|honestly"
+    r"|anyway|plus|definitely|totally|absolutely|exactly|true|right|aww+|omg|sorry|sounds (?:good|great))"
+    r"\b[\s,!.:-]*(?:[A-Z][a-z]+\b[,!.]?\s+)?)+",
+    re.IGNORECASE,
+)
+
+# Requests and questions to the assistant, hypotheticals, tentative musing: never a memory.
+REFUSED = _compile(
+    # a question in all but its mark
+    r"^(?:can|could|would|will|do|does|did|is|are|was|were|should|shall|may|might|what|why|how|where|when|who"
+    r"|which|whose|whom|any|anything|have you|has anyone)\b",
+    # the assistant asked to do or to tell something
+    r"^(?:please|pls|kindly)\b(?!\s+(?:don'?t|do not|never|always)\b)",
+    r"\b(?:can|could|would|will) (?:you|u)\b",
+    r"\bi(?:'d| would) (?:like|love|appreciate) (?:you|u|a|an|some|any|your|help|it if)\b",
+    r"\bi (?:need|want) (?:you|u)\b",
+    r"^(?:let me|lemme) (?:know|think|see|check|try|ask)\b",
+    r"^remind (?:me|us) (?:how|what|when|where|why|who|which|whether|if|about)\b",
+    r"^(?:add|book|buy|change|check|compare|convert|create|debug|delete|describe|draft|edit|email|explain|find"
+    r"|fix|format|generate|get|give|grep|help|install|kill|list|look|make|move|open|order|print|read|recommend"
+    r"|refactor|remove|rename|reply|restart|review|rewrite|run|schedule|search|send|set|show|sort|suggest"
+    r"|summari[sz]e|tell|text|translate|try|update|write|go ahead|figure out|look up|pull up|walk me)\b",
+    # hypotheticals and what is not settled
+    r"^(?:if|what if|suppose|supposing|imagine|assuming|in case|unless|maybe|perhaps|probably|hopefully|wondering)\b",
+    r"\bif (?:i|we) (?:were|had|could|was)\b|\b(?:i'?m|i am|we'?re|we are) (?:wondering|not sure|unsure)\b",
+    r"\bnot sure\b|\bhaven'?t decided\b",
+    # talk aimed at the other speaker ("I'm so proud of you", "I love your painting")
+    r"\bi (?:really |totally |so )?(?:love|like|adore|admire|appreciate) (?:your|you|that|this|those|these|it|how"
+    r"|the way|hearing|seeing)\b",
+    r"\bi have (?:you|u)\b|\b(?:we|you) got this\b|\bhop(?:e|ing) for the best\b",
+    r"\b(?:proud of|happy for|glad for|rooting for|here for|thankful for|grateful for) (?:you|u)\b",
+)
+
+# Whom a sentence speaks for: the first person, the speaker's environment, or a dropped "I" of casual speech.
+FIRST_PERSON = re.compile(r"\b(?:i|me|my|mine|myself|we|us|our|ours|i'm|i've|i'd|i'll|we're|we've|we'll|we'd|let's)\b",
+                          re.IGNORECASE)  # fmt: skip
+ENVIRONMENT = re.compile(
+    r"^the (?:\w[\w.-]* ){0,3}(?:repo|repository|codebase|project|app|api|frontend|backend|service|services"
+    r"|server|servers|db|database|cluster|pipeline|ci|build|job|cron|branch|bucket|dashboard|bastion|proxy"
+    r"|load balancer|vpn|network|stack|queue|cache|container|image|config|deploy|deployment|domain|monorepo"
+    r"|laptop|machine|box|host|instance|site|website|dns|storage|disk|backup|backups|logs|tests|linter)"
+    r"\b.*\b(?:is|are|was|were|runs|run|uses|use|lives|live|sits|has|have|listens|deploys|points|takes|holds"
+    r"|stores|goes)\b",
+    re.IGNORECASE,
+)
+DROPPED_SUBJECT = re.compile(
+    r"^(?:(?:just|finally|recently|still|also) )?(?:been|gonna(?! be\b)|going to(?! be\b)|started|start|finished|got|went|lost"
+    r"|joined|moved|bought|won|made|signed|researching|working|trying|planning|thinking|looking|hoping|learning"
+    r"|training|saving|volunteering|doing|getting|heading|loving|feeling|had|did|tried)\b",
+    re.IGNORECASE,
+)
+
+# Checked in order; the first group whose pattern matches gives the sentence its type.
+_HEALTH = (
+    r"\ballerg(?:ic|y|ies)\b|\bintoleran(?:t|ce)\b|\bdiagnosed\b|\b(?:celiac|coeliac|diabet(?:es|ic)|asthma"
+    r"|asthmatic|epilep(?:sy|tic)|migraines?|arthritis|adhd|autis(?:m|tic)|dyslexi[ac]|alzheimer'?s|dementia"
+    r"|anxiety disorder|depression|insomnia|cancer|pregnant|disabled|deaf|blind)\b"
+    r"|\b(?:can'?t|cannot|can not) (?:eat|drink|have|tolerate|digest)\b|\b(?:i|we) take \w+"
+    r" (?:daily|every day|for)\b|\bon (?:medication|meds|insulin)\b"
+)
+RULES: tuple[tuple[MemoryType, re.Pattern[str]], ...] = tuple(
+    (kind, _compile(pattern))
+    for kind, pattern in (
+        (
+            MemoryType.TODO,
+            r"^remind (?:me|us)\b|\bdon'?t (?:let me )?forget\b|\b(?:i|we) (?:really )?(?:need|have|must|got) to\b"
+            r"|\bi(?:'ve| have) got to\b|\bi gotta\b|\bto-?do\b|\bi should\b",
+        ),
+        (
+            MemoryType.DECISION,
+            r"\b(?:i|we)(?: have|'ve)? decided\b|\b(?:i|we)(?: have|'ve)? chosen\b|\b(?:i|we) (?:chose|picked|"
+            r"settled on|went with|opted)\b|\blet'?s (?:go with|use|switch|stick with|adopt|pick|standardi[sz]e)\b"
+            r"|\b(?:we|i)(?:'ll| will) (?:use|go with|switch to|stick with)\b|\bfrom now on\b|\b(?:team|house|our)"
+            r" rule\b|\bwe (?:never|always|only) (?:deploy|merge|ship|release|push|use|run)\b"
+            r"|^never (?:deploy|merge|ship|release|push)\b",
+        ),
+        (MemoryType.FACT, _HEALTH),
+        (
+            MemoryType.PREFERENCE,
+            r"\b(?:i|we)(?:'m| am|'re| are) (?:a )?(?:vegetarian|vegan|pescatarian|teetotal|sober|night owl"
+            r"|(?:not )?(?:a )?morning person|early riser)\b|^(?:please )?(?:don'?t|do not|never|always) \w+"
+            r"|\b(?:i|we)(?:'d| would) rather\b|\b(?:i|we) (?:don'?t|do not|never) (?:eat|drink|smoke)\b",
+        ),
+        (
+            MemoryType.IDENTITY,
+            r"\bmy name(?:'s| is)\b|^call me\b|\bi(?: am|'m) (?:a|an)\b(?! (?:bit|little|lot|huge fan|big fan|fan"
+            r"|mix)\b)|\bi work (?:as|at|for|in|on|with|nights?|night shifts?|shifts|from home|remotely)\b"
+            r"|\bi(?: am|'m) from\b|\bi live in\b|\bi grew up\b|\bi(?: am|'m) \d+\b|\bmy (?:pronouns|job|role"
+            r"|title|email|e-mail|username|user name|handle|phone number|github|gitlab)(?: \w+)? (?:is|are)\b"
+            r"|\bi(?:'m| am) (?:the|our) (?:only|lead|main|sole|senior|new) \w+",
+        ),
+        (
+            MemoryType.GOAL,
+            r"\b(?:i|we) (?:want|hope|plan|intend|aim|wanna) to\b|\b(?:i|we)(?:'d| would) (?:like|love) to\b"
+            r"|\bmy (?:goal|dream|plan|aim|hope)s? (?:is|are|was)\b|\b(?:a|my|our) dream\b"
+            r"|\b(?:i|we)(?:'m| am|'re| are) (?:really )?(?:planning|hoping|going|trying|working|saving|training"
+            r"|studying|aiming|looking (?:for|into|at)|learning|thinking|keen|determined|gonna|about to|getting ready|moving"
+            r"|migrating|switching|starting)\b|\b(?:gonna|wanna)\b|^(?:planning|hoping|thinking|looking|researching"
+            r"|learning|training|saving) (?:to|on|for|about|into)?\b|\bon my (?:list|bucket list|to-?do list)\b"
+            r"|\b(?:i|we)(?:'ll| will) (?:\w+ly )?(?:be )?(?:start|keep|try|visit|move|submit|launch|apply|begin|continue)",
+        ),
+        (
+            MemoryType.PREFERENCE,
+            r"\b(?:i|we) (?:do )?{ADV}(?:like|love|enjoy|prefer|adore"
+            r"|hate|dislike|can'?t stand|don'?t like|don'?t mind|detest)\b|\bmy (?:favou?rite|fave|fav|go-to"
+            r"|top pick)\b|(?:'s|\bis|\bare) (?:one of )?my (?:favou?rites?|faves?|top pick|passion)\b|\bi(?:'m| am)"
+            r" (?:(?:a )?(?:big |huge )?fan|into|passionate|not a fan|all about|obsessed|crazy about|keen on)\b"
+            r"|\bmeans? (?:a lot|everything|so much) to (?:me|us)\b|\b(?:speaks|appeals) to (?:me|us)\b"
+            r"|\bmy (?:main |favou?rite |biggest |big |true )?(?:hobby|hobbies|passion|escape|outlet)\b|\bi(?:'m| am) not (?:into|a fan)\b",
+        ),
+        (
+            MemoryType.EVENT,
+            r"\b(?:yesterday|last (?:week|month|year|night|weekend|friday|saturday|sunday|monday|tuesday|wednesday"
+            r"|thursday|spring|summer|fall|autumn|winter)|this (?:morning|week|weekend|month)|recently|ago|today"
+            r"|tonight)\b|\b(?:i|we) {ADV}(?:went|visited|started|joined|finished"
+            r"|got|took|met|made|moved|bought|adopted|ran|won|attended|signed|painted|celebrated|received|graduated"
+            r"|lost|began|launched|switched|migrated|rotated|upgraded|released|shipped|quit|sold|donated|married"
+            r"|broke|hurt|had|printed|travel(?:l)?ed|flew|tried|learned|learnt|wrote|built|completed|decommissioned"
+            r"|talked|saw|did)\b|\b(?:i|we)(?:'ve| have) (?:just |recently |finally )?(?:been|had|started|finished"
+            r"|moved|switched|joined)\b|\bappointment\b|\b(?:flight|trip|wedding) (?:to|is|on)\b"
+            r"|\b(?:getting|got) married\b|\bwas (?:decommissioned|shut down|retired|migrated)\b",
+        ),
+        (
+            MemoryType.FACT,
+            r"\b(?:i|we) {ADV}(?:use|have|own|run|work"
+            r"|study|volunteer|teach|play|speak|keep|manage|maintain|deploy|host|build|ship|write|rent|drive"
+            r"|ride|rehearse|rehearsed|practice|practise|collect|do|don'?t (?:have|use|own|drink|eat|smoke)"
+            r"|used to)\b|\b(?:i|we)(?:'m| am|'re| are) (?:using|running|on|not|the only|in|a member)\b"
+            r"|\bmy \w+(?: \w+){0,2} (?:is|are|was|were|has|have|had|gets|got|feels|looks|lives?|works?|runs?|uses?|takes?|needs?"
+            r"|expires?|called|named)\b|\bour \w+(?: \w+){0,3} (?:is|are|was|were|runs?|uses?|lives?|sits?|takes?"
+            r"|has|have|goes|go)\b|\b(?:named|called) [\"'\u201c]?[A-Z]\w+"
+            # the people and animals in someone's life, whatever they are said to do
+            r"|\bmy (?:wife|husband|partner|spouse|boyfriend|girlfriend|fianc[ée]e?|sister|brother|siblings?|mom"
+            r"|mum|mother|dad|father|parents?|son|daughter|kids?|children|family|fam|grandm[ao]|grandmother"
+            r"|grandfather|friends?|best friend|boss|manager|colleagues?|coworkers?|team|crew|dogs?|cats?|pets?"
+            r"|landlord|roommate|flatmate|neighbou?r|cousin|aunt|uncle|niece|nephew|doctor|dentist|therapist)\b",
+        ),
+    )
+)
+ENVIRONMENT_TYPE = MemoryType.FACT
