@@ -21,8 +21,34 @@ ADVERB = (
 )
 
 
+def _branches(source: str) -> list[str]:
+    """The top-level alternatives of a pattern (split at each ``|`` outside groups and character sets)."""
+    found, depth, in_set, escaped, start = [], 0, False, False, 0
+    for at, ch in enumerate(source):
+        if escaped:
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif in_set:
+            in_set = ch != "]"
+        elif ch in "[()|":
+            in_set = ch == "["
+            depth += {"(": 1, ")": -1}.get(ch, 0)
+            if ch == "|" and depth == 0:
+                found.append(source[start:at])
+                start = at + 1
+    return [*found, source[start:]]
+
+
 def _compile(*parts: str) -> re.Pattern[str]:
-    return re.compile("|".join(parts).replace("{ADV}", ADVERB), re.IGNORECASE)
+    """One pattern of ``parts``, matched against lower-cased text (case-blind matching is slower in ``re``).
+
+    The word boundary opening every alternative is tested once, before them all: ``re`` otherwise tries each
+    alternative at every character, and this makes the patterns three times faster."""
+    branches = _branches("|".join(parts).replace("{ADV}", ADVERB))
+    if all(b.startswith(("\\b", "^")) for b in branches):
+        return re.compile(r"\b(?:" + "|".join(b.removeprefix("\\b") for b in branches) + ")")
+    return re.compile("|".join(branches))
 
 
 # Spoken openers and a vocative name ("Yeah Maria,", "Wow, John!", "Thanks!") carry nothing; they are cut so
@@ -63,22 +89,19 @@ REFUSED = _compile(
 )
 
 # Whom a sentence speaks for: the first person, the speaker's environment, or a dropped "I" of casual speech.
-FIRST_PERSON = re.compile(r"\b(?:i|me|my|mine|myself|we|us|our|ours|i'm|i've|i'd|i'll|we're|we've|we'll|we'd|let's)\b",
-                          re.IGNORECASE)  # fmt: skip
-ENVIRONMENT = re.compile(
+FIRST_PERSON = _compile(r"\b(?:i|me|my|mine|myself|we|us|our|ours|i'm|i've|i'd|i'll|we're|we've|we'll|we'd|let's)\b")
+ENVIRONMENT = _compile(
     r"^the (?:\w[\w.-]* ){0,3}(?:repo|repository|codebase|project|app|api|frontend|backend|service|services"
     r"|server|servers|db|database|cluster|pipeline|ci|build|job|cron|branch|bucket|dashboard|bastion|proxy"
     r"|load balancer|vpn|network|stack|queue|cache|container|image|config|deploy|deployment|domain|monorepo"
     r"|laptop|machine|box|host|instance|site|website|dns|storage|disk|backup|backups|logs|tests|linter)"
     r"\b.*\b(?:is|are|was|were|runs|run|uses|use|lives|live|sits|has|have|listens|deploys|points|takes|holds"
     r"|stores|goes)\b",
-    re.IGNORECASE,
 )
-DROPPED_SUBJECT = re.compile(
+DROPPED_SUBJECT = _compile(
     r"^(?:(?:just|finally|recently|still|also) )?(?:been|gonna(?! be\b)|going to(?! be\b)|started|start|finished|got|went|lost"
     r"|joined|moved|bought|won|made|signed|researching|working|trying|planning|thinking|looking|hoping|learning"
     r"|training|saving|volunteering|doing|getting|heading|loving|feeling|had|did|tried)\b",
-    re.IGNORECASE,
 )
 
 # Checked in order; the first group whose pattern matches gives the sentence its type.
@@ -134,7 +157,7 @@ RULES: tuple[tuple[MemoryType, re.Pattern[str]], ...] = tuple(
             MemoryType.PREFERENCE,
             r"\b(?:i|we) (?:do )?{ADV}(?:like|love|enjoy|prefer|adore"
             r"|hate|dislike|can'?t stand|don'?t like|don'?t mind|detest)\b|\bmy (?:favou?rite|fave|fav|go-to"
-            r"|top pick)\b|(?:'s|\bis|\bare) (?:one of )?my (?:favou?rites?|faves?|top pick|passion)\b|\bi(?:'m| am)"
+            r"|top pick)\b|\b(?:s|is|are) (?:one of )?my (?:favou?rites?|faves?|top pick|passion)\b|\bi(?:'m| am)"
             r" (?:(?:a )?(?:big |huge )?fan|into|passionate|not a fan|all about|obsessed|crazy about|keen on)\b"
             r"|\bmeans? (?:a lot|everything|so much) to (?:me|us)\b|\b(?:speaks|appeals) to (?:me|us)\b"
             r"|\bmy (?:main |favou?rite |biggest |big |true )?(?:hobby|hobbies|passion|escape|outlet)\b|\bi(?:'m| am) not (?:into|a fan)\b",
@@ -159,7 +182,7 @@ RULES: tuple[tuple[MemoryType, re.Pattern[str]], ...] = tuple(
             r"|used to)\b|\b(?:i|we)(?:'m| am|'re| are) (?:using|running|on|not|the only|in|a member)\b"
             r"|\bmy \w+(?: \w+){0,2} (?:is|are|was|were|has|have|had|gets|got|feels|looks|lives?|works?|runs?|uses?|takes?|needs?"
             r"|expires?|called|named)\b|\bour \w+(?: \w+){0,3} (?:is|are|was|were|runs?|uses?|lives?|sits?|takes?"
-            r"|has|have|goes|go)\b|\b(?:named|called) [\"'\u201c]?[A-Z]\w+"
+            r"|has|have|goes|go)\b"
             # the people and animals in someone's life, whatever they are said to do
             r"|\bmy (?:wife|husband|partner|spouse|boyfriend|girlfriend|fianc[ée]e?|sister|brother|siblings?|mom"
             r"|mum|mother|dad|father|parents?|son|daughter|kids?|children|family|fam|grandm[ao]|grandmother"

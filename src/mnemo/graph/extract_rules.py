@@ -41,25 +41,19 @@ _PASTED = re.compile(
     r"|[\w.]*(?:error|exception|warning)\b:|fatal:|\d{4}-\d\d-\d\d[ t]\d\d:|\[\d|at [\w.$]+\()",
     re.IGNORECASE,
 )
-_SYMBOLS = frozenset("{}[]();=<>|`$\\")
+_SYMBOLS = str.maketrans("", "", "{}[]();=<>|`$\\")  # deletes them: what is left tells how many there were
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
-# First person -> third, for a named subject; verbs after a bare "I" take the third-person form.
-_PRONOUNS = (
-    (re.compile(r"\bI(?:'m| am)\b"), "{name} is"),
-    (re.compile(r"\bI(?:'ve| have)\b(?!n)"), "{name} has"),
-    (re.compile(r"\bI haven't\b"), "{name} hasn't"),
-    (re.compile(r"\bI don't\b"), "{name} doesn't"),
-    (re.compile(r"\bI do not\b"), "{name} does not"),
-    (re.compile(r"\bI'd\b"), "{name} would"),
-    (re.compile(r"\bI'll\b"), "{name} will"),
-    (re.compile(r"\bI was\b"), "{name} was"),
-    (re.compile(r"\bI do\b"), "{name} does"),
-    (re.compile(r"\bI (\w+n't)\b"), "{name} \\1"),
-    (re.compile(r"\b(and|or|but) I\b(?!')"), "\\1 {name}"),
-    (re.compile(rf"\bI ({ADVERB})([a-z]+)\b"), None),
-    (re.compile(r"\b[Mm]y\b"), "{name}'s"),
-    (re.compile(r"\b[Mm]yself\b"), "{name}"),
-    (re.compile(r"(?<=\w )me\b"), "{name}"),
+# First person -> third, for a named subject, in one pass: fixed forms, "n't" verbs as they are, "and I",
+# and any other verb after a bare "I" (and one adverb) in its third-person form.
+_FORMS = {
+    "i'm": "{} is", "i am": "{} is", "i've": "{} has", "i have": "{} has", "i haven't": "{} hasn't",
+    "i don't": "{} doesn't", "i do not": "{} does not", "i'd": "{} would", "i'll": "{} will", "i was": "{} was",
+    "i do": "{} does", "my": "{}'s", "myself": "{}", "me": "{}",
+}  # fmt: skip
+_PRONOUN = re.compile(
+    r"\b(?P<form>I'm|I am|I've|I have(?!n't)|I haven't|I don't|I do not|I'd|I'll|I was|I do|[Mm]y|[Mm]yself)\b"
+    r"|\bI (?P<negated>\w+n't)\b|\b(?P<conjunction>and|or|but) I\b(?!')"
+    rf"|\bI (?P<adverb>{ADVERB})(?P<verb>[a-z]+)\b|(?<=\w )(?P<me>me)\b"
 )
 _PAST_OR_MODAL = re.compile(
     r"(?:ed|can|could|would|should|will|must|might|may|did|went|got|had|was|made|took|met|ran|wanna|gonna|gotta"
@@ -84,30 +78,29 @@ class Candidate:
     importance: float | None = None
 
 
-def _verb(match: re.Match[str], name: str) -> str:
-    adverb, verb = match.group(1) or "", match.group(2)
+def _third(verb: str) -> str:
     if _PAST_OR_MODAL.search(verb):
-        third = verb
-    elif verb.endswith(("s", "sh", "ch", "x", "o")):
-        third = verb + "es"
-    elif verb.endswith("y") and len(verb) > 2 and verb[-2] not in "aeiou":
-        third = verb[:-1] + "ies"
-    else:
-        third = verb + "s"
-    return f"{name} {adverb}{third}"
+        return verb
+    if verb.endswith(("s", "sh", "ch", "x", "o")):
+        return verb + "es"
+    if verb.endswith("y") and len(verb) > 2 and verb[-2] not in "aeiou":
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
+def _rewrite(match: re.Match[str], name: str) -> str:
+    if match["verb"]:
+        return f"{name} {match['adverb']}{_third(match['verb'])}"
+    if match["negated"]:
+        return f"{name} {match['negated']}"
+    if match["conjunction"]:
+        return f"{match['conjunction']} {name}"
+    return _FORMS[(match["form"] or match["me"]).casefold()].format(name)
 
 
 def third_person(sentence: str, name: str) -> str:
     """``sentence`` with ``name`` in place of I / my / me (left as it is when ``name`` is empty)."""
-    if not name:
-        return sentence
-    literal = name.replace("\\", "\\\\")  # the templates are re replacement strings
-    for pattern, template in _PRONOUNS:
-        if template is None:
-            sentence = pattern.sub(lambda m: _verb(m, name), sentence)
-        else:
-            sentence = pattern.sub(template.format(name=literal), sentence)
-    return sentence
+    return _PRONOUN.sub(lambda match: _rewrite(match, name), sentence) if name else sentence
 
 
 def _prose(content: str) -> list[str]:
@@ -117,8 +110,8 @@ def _prose(content: str) -> list[str]:
         visible = line.strip()
         if not visible or _PASTED.match(line):
             continue
-        if sum(ch in _SYMBOLS for ch in visible) * 8 > len(visible):
-            continue
+        if (len(visible) - len(visible.translate(_SYMBOLS))) * 8 > len(visible):
+            continue  # more than one character in eight is code punctuation
         kept.append(visible)
     return [" ".join(piece.split()) for piece in _SENTENCE.split("\n".join(kept))]
 
@@ -128,18 +121,22 @@ def _statement(sentence: str) -> tuple[str, MemoryType] | None:
     ``None`` when it is not worth keeping."""
     if sentence.endswith("?"):
         return None
-    text = OPENER.sub("", sentence).strip()
-    words = text.split()
-    if not MIN_WORDS <= len(words) <= MAX_WORDS or REFUSED.search(text):
+    said = text = OPENER.sub("", sentence, count=1).strip()
+    if not MIN_WORDS <= len(text.split()) <= MAX_WORDS:
         return None
-    if not FIRST_PERSON.search(text):
-        if ENVIRONMENT.search(text):
-            return text, next((kind for kind, pattern in RULES if pattern.search(text)), ENVIRONMENT_TYPE)
-        if not DROPPED_SUBJECT.match(text):
+    low = text.lower()
+    default = None
+    if not FIRST_PERSON.search(low):
+        if ENVIRONMENT.match(low):
+            default = ENVIRONMENT_TYPE
+        elif DROPPED_SUBJECT.match(low):
+            text = next((prefix for pattern, prefix in _RESTORED if pattern.match(text)), "I ") + text[0].lower() + text[1:]
+            low = text.lower()
+        else:
             return None  # only what people say about themselves and their world
-        text = next((prefix for pattern, prefix in _RESTORED if pattern.match(text)), "I ") + text[0].lower() + text[1:]
-    kind = next((kind for kind, pattern in RULES if pattern.search(text)), None)
-    return (text, kind) if kind is not None else None
+    kind = next((kind for kind, pattern in RULES if pattern.search(low)), default)
+    # refusals last: a pure filter, and most sentences are out before it
+    return (text, kind) if kind is not None and not REFUSED.search(said.lower()) else None
 
 
 def classify(sentence: str) -> MemoryType | None:
