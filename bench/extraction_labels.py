@@ -182,7 +182,9 @@ def main() -> int:
             for group in scores["new"]]  # fmt: skip
     columns = ["turns", "gold", *(f"mem {n}" for n in names), *(f"{m} {n}" for m in metrics for n in names)]
     print_table("Fact recall / precision by group (old vs new, same run)", columns, rows)
-    print_table("Per-message time (µs, best of 7 interleaved passes)", ["extractor", "µs/message"], list(timing.items()))
+    print_table(
+        "Per-message time (µs, best of 7 interleaved passes)", ["extractor", "µs/message"], list(timing.items())
+    )
     result = {
         name: {group: scores[name][group] for group in ("all", "dev", "heldout")} | {"us_per_message": timing[name]}
         for name in names

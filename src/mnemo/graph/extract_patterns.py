@@ -12,12 +12,11 @@ import re
 
 from .types import MemoryType
 
-
 # One adverb may stand between a subject and its verb ("I even went", "we currently use").
 ADVERB = (
     r"(?:(?:really|also|just|still|even|first|then|once|finally|recently|already|actually|definitely|totally"
     r"|absolutely|usually|always|never|often|sometimes|mostly|only|currently|now|kinda|basically|literally"
-    r"|honestly|mainly|generally) )?"
+    r"|honestly|mainly|generally|no longer) )?"
 )
 
 
@@ -56,15 +55,16 @@ def _compile(*parts: str) -> re.Pattern[str]:
 OPENER = re.compile(
     r"^(?:(?:hey|hi|hello|yeah|yes|yep|yup|yah|no|nope|oh|ooh|ok|okay|well|wow|woah|whoa|woo+hoo+|woo+|cool|great"
     r"|nice|awesome|sure|thanks|thank you|haha|lol|hmm+|ugh|so|and|but|also|btw|by the way|actually|honestly"
-    r"|anyway|plus|definitely|totally|absolutely|exactly|true|right|aww+|omg|sorry|sounds (?:good|great))"
-    r"\b[\s,!.:-]*(?:[A-Z][a-z]+\b[,!.]?\s+)?)+",
+    r"|anyway|plus|definitely|totally|absolutely|exactly|true|right|aww+|omg|sorry|sounds (?:good|great)|fyi"
+    r"|(?:please )?(?:remember|note|keep in mind|be aware)(?= that\b|:)(?: that)?|for the record|just so you know|heads up)"
+    r"\b[\s,!.:-]*(?:(?-i:[A-Z][a-z]+)\b[,!.]?\s+)?)+",
     re.IGNORECASE,
 )
 
 # Requests and questions to the assistant, hypotheticals, tentative musing: never a memory.
 REFUSED = _compile(
     # a question in all but its mark
-    r"^(?:can|could|would|will|do|does|did|is|are|was|were|should|shall|may|might|what|why|how|where|when|who"
+    r"^(?:can|could|would|will|do(?! not\b)|does|did|is|are|was|were|should|shall|may|might|what|why|how|where|who"
     r"|which|whose|whom|any|anything|have you|has anyone)\b",
     # the assistant asked to do or to tell something
     r"^(?:please|pls|kindly)\b(?!\s+(?:don'?t|do not|never|always)\b)",
@@ -79,7 +79,8 @@ REFUSED = _compile(
     r"|summari[sz]e|tell|text|translate|try|update|write|go ahead|figure out|look up|pull up|walk me)\b",
     # hypotheticals and what is not settled
     r"^(?:if|what if|suppose|supposing|imagine|assuming|in case|unless|maybe|perhaps|probably|hopefully|wondering)\b",
-    r"\bif (?:i|we) (?:were|had|could|was)\b|\b(?:i'?m|i am|we'?re|we are) (?:wondering|not sure|unsure)\b",
+    r"\bif (?:i|we) (?:were|had|could|was)\b|\b(?:i'?m|i am|we'?re|we are|i was|we were) (?:wondering|not sure|unsure)\b"
+    r"|\b(?:i|we) wonder\b",
     r"\bnot sure\b|\bhaven'?t decided\b",
     # talk aimed at the other speaker ("I'm so proud of you", "I love your painting")
     r"\bi (?:really |totally |so )?(?:love|like|adore|admire|appreciate) (?:your|you|that|this|those|these|it|how"
@@ -98,6 +99,13 @@ ENVIRONMENT = _compile(
     r"\b.*\b(?:is|are|was|were|runs|run|uses|use|lives|live|sits|has|have|listens|deploys|points|takes|holds"
     r"|stores|goes)\b",
 )
+# "Never deploy on Fridays", "Don't use f-strings in logs": a standing wish, though it has no "I". Advice to
+# the other speaker ("don't forget to take breaks when you need to") is not one.
+STANDING = _compile(
+    r"^(?!.*\byou)(?:please )?(?:don'?t|do not|never|always)\b(?! (?:worry|forget|mind|hesitate|be|give up|stop"
+    r"|feel|had|have|been|was|were|did|got|thought|knew|\w+ed)\b)",
+    r"^(?!.*\byou)(?:please )?(?:remember|don'?t forget) to\b",
+)
 DROPPED_SUBJECT = _compile(
     r"^(?:(?:just|finally|recently|still|also) )?(?:been|gonna(?! be\b)|going to(?! be\b)|started|start|finished|got|went|lost"
     r"|joined|moved|bought|won|made|signed|researching|working|trying|planning|thinking|looking|hoping|learning"
@@ -108,16 +116,17 @@ DROPPED_SUBJECT = _compile(
 _HEALTH = (
     r"\ballerg(?:ic|y|ies)\b|\bintoleran(?:t|ce)\b|\bdiagnosed\b|\b(?:celiac|coeliac|diabet(?:es|ic)|asthma"
     r"|asthmatic|epilep(?:sy|tic)|migraines?|arthritis|adhd|autis(?:m|tic)|dyslexi[ac]|alzheimer'?s|dementia"
-    r"|anxiety disorder|depression|insomnia|cancer|pregnant|disabled|deaf|blind)\b"
+    r"|anxiety disorder|depression|insomnia|cancer|pregnant|disabled|deaf|blind|colou?r ?blind|left-handed"
+    r"|hard of hearing|wheelchair)\b"
     r"|\b(?:can'?t|cannot|can not) (?:eat|drink|have|tolerate|digest)\b|\b(?:i|we) take \w+"
-    r" (?:daily|every day|for)\b|\bon (?:medication|meds|insulin)\b"
+    r" (?:daily|every (?:day|morning|evening|night)|twice|for|at night|in the morning)\b|\bon (?:medication|meds|insulin)\b"
 )
 RULES: tuple[tuple[MemoryType, re.Pattern[str]], ...] = tuple(
     (kind, _compile(pattern))
     for kind, pattern in (
         (
             MemoryType.TODO,
-            r"^remind (?:me|us)\b|\bdon'?t (?:let me )?forget\b|\b(?:i|we) (?:really )?(?:need|have|must|got) to\b"
+            r"^remind (?:me|us)\b|^(?:please )?remember to\b|\bdon'?t (?:let me )?forget\b|\b(?:i|we) (?:really )?(?:need|have|must|got) to\b"
             r"|\bi(?:'ve| have) got to\b|\bi gotta\b|\bto-?do\b|\bi should\b",
         ),
         (
@@ -133,13 +142,13 @@ RULES: tuple[tuple[MemoryType, re.Pattern[str]], ...] = tuple(
             MemoryType.PREFERENCE,
             r"\b(?:i|we)(?:'m| am|'re| are) (?:a )?(?:vegetarian|vegan|pescatarian|teetotal|sober|night owl"
             r"|(?:not )?(?:a )?morning person|early riser)\b|^(?:please )?(?:don'?t|do not|never|always) \w+"
-            r"|\b(?:i|we)(?:'d| would) rather\b|\b(?:i|we) (?:don'?t|do not|never) (?:eat|drink|smoke)\b",
+            r"|\b(?:i|we)(?:'d| would) (?:rather|never)\b|\b(?:i|we) (?:don'?t|do not|never) (?:eat|drink|smoke)\b",
         ),
         (
             MemoryType.IDENTITY,
             r"\bmy name(?:'s| is)\b|^call me\b|\bi(?: am|'m) (?:a|an)\b(?! (?:bit|little|lot|huge fan|big fan|fan"
             r"|mix)\b)|\bi work (?:as|at|for|in|on|with|nights?|night shifts?|shifts|from home|remotely)\b"
-            r"|\bi(?: am|'m) from\b|\bi live in\b|\bi grew up\b|\bi(?: am|'m) \d+\b|\bmy (?:pronouns|job|role"
+            r"|\bi(?: am|'m) (?:originally )?from \w|\bi(?: am|'m) (?:based|living|staying) in \w|\bi live in\b|\bi grew up\b|\bi(?: am|'m) \d+\b|\bmy (?:pronouns|job|role"
             r"|title|email|e-mail|username|user name|handle|phone number|github|gitlab)(?: \w+)? (?:is|are)\b"
             r"|\bi(?:'m| am) (?:the|our) (?:only|lead|main|sole|senior|new) \w+",
         ),
@@ -178,7 +187,7 @@ RULES: tuple[tuple[MemoryType, re.Pattern[str]], ...] = tuple(
             MemoryType.FACT,
             r"\b(?:i|we) {ADV}(?:use|have|own|run|work"
             r"|study|volunteer|teach|play|speak|keep|manage|maintain|deploy|host|build|ship|write|rent|drive"
-            r"|ride|rehearse|rehearsed|practice|practise|collect|do|don'?t (?:have|use|own|drink|eat|smoke)"
+            r"|ride|rehearse|rehearsed|practice|practise|collect|do|lived|grew up|studied|worked|don'?t (?:have|use|own|drink|eat|smoke)"
             r"|used to)\b|\b(?:i|we)(?:'m| am|'re| are) (?:using|running|on|not|the only|in|a member)\b"
             r"|\bmy \w+(?: \w+){0,2} (?:is|are|was|were|has|have|had|gets|got|feels|looks|lives?|works?|runs?|uses?|takes?|needs?"
             r"|expires?|called|named)\b|\bour \w+(?: \w+){0,3} (?:is|are|was|were|runs?|uses?|lives?|sits?|takes?"

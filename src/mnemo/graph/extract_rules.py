@@ -28,10 +28,11 @@ from .extract_patterns import (
     OPENER,
     REFUSED,
     RULES,
+    STANDING,
 )
 from .types import MemoryType
 
-MIN_WORDS = 3
+MIN_WORDS = 2
 MAX_WORDS = 60
 
 _FENCED = re.compile(r"```.*?(?:```|$)", re.DOTALL)
@@ -56,7 +57,7 @@ _PRONOUN = re.compile(
     rf"|\bI (?P<adverb>{ADVERB})(?P<verb>[a-z]+)\b|(?<=\w )(?P<me>me)\b"
 )
 _PAST_OR_MODAL = re.compile(
-    r"(?:ed|can|could|would|should|will|must|might|may|did|went|got|had|was|made|took|met|ran|wanna|gonna|gotta"
+    r"ed$|^(?:can|could|would|should|will|must|might|may|did|went|got|had|was|made|took|met|ran|wanna|gonna|gotta"
     r"|began|won|lost|left|felt|saw|sold|quit|put|set|read|wrote|built|bought|brought|thought|found|told|kept"
     r"|spent|sent|paid|flew|drove|ate|drank|gave|came|became|ought)$"
 )
@@ -116,6 +117,12 @@ def _prose(content: str) -> list[str]:
     return [" ".join(piece.split()) for piece in _SENTENCE.split("\n".join(kept))]
 
 
+def _restored(text: str) -> str:
+    """``text`` with the "I" that casual speech dropped put back ("Been busy" -> "I've been busy")."""
+    prefix = next((prefix for pattern, prefix in _RESTORED if pattern.match(text)), "I ")
+    return prefix + text[0].lower() + text[1:]
+
+
 def _statement(sentence: str) -> tuple[str, MemoryType] | None:
     """The sentence as a first-person statement (openers cut, a dropped "I" restored) and its type, or
     ``None`` when it is not worth keeping."""
@@ -126,11 +133,11 @@ def _statement(sentence: str) -> tuple[str, MemoryType] | None:
         return None
     low = text.lower()
     default = None
-    if not FIRST_PERSON.search(low):
+    if not FIRST_PERSON.search(low) and not STANDING.match(low):
         if ENVIRONMENT.match(low):
             default = ENVIRONMENT_TYPE
         elif DROPPED_SUBJECT.match(low):
-            text = next((prefix for pattern, prefix in _RESTORED if pattern.match(text)), "I ") + text[0].lower() + text[1:]
+            text = _restored(text)
             low = text.lower()
         else:
             return None  # only what people say about themselves and their world
