@@ -44,8 +44,9 @@ _PASTED = re.compile(
 )
 _SYMBOLS = str.maketrans("", "", "{}[]();=<>|`$\\")  # deletes them: what is left tells how many there were
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
-# First person -> third, for a named subject, in one pass: fixed forms, "n't" verbs as they are, "and I",
-# and any other verb after a bare "I" (and one adverb) in its third-person form.
+# First person -> third, for a named subject, in one pass: fixed forms, "n't" verbs as they are, a compound
+# subject ("my wife and I are") with its plural verb, and any other verb after a bare "I" (and one adverb) in
+# its third-person form.
 _FORMS = {
     "i'm": "{} is", "i am": "{} is", "i've": "{} has", "i have": "{} has", "i haven't": "{} hasn't",
     "i don't": "{} doesn't", "i do not": "{} does not", "i'd": "{} would", "i'll": "{} will", "i was": "{} was",
@@ -53,7 +54,7 @@ _FORMS = {
 }  # fmt: skip
 _PRONOUN = re.compile(
     r"\b(?P<form>I'm|I am|I've|I have(?!n't)|I haven't|I don't|I do not|I'd|I'll|I was|I do|[Mm]y|[Mm]yself)\b"
-    r"|\bI (?P<negated>\w+n't)\b|\b(?P<conjunction>and|or|but) I\b(?!')"
+    r"|\bI (?P<negated>\w+n't)\b|\b(?P<conjunction>and|or) I(?= (?:are|were)\b)"
     rf"|\bI (?P<adverb>{ADVERB})(?P<verb>[a-z]+)\b|(?<=\w )(?P<me>me)\b"
 )
 _PAST_OR_MODAL = re.compile(
