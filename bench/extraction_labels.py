@@ -39,6 +39,7 @@ from _tables import print_table  # noqa: E402
 from mnemo.graph import extract_rules  # noqa: E402
 
 LABELS = ROOT / "bench" / "data" / "extraction_labels.jsonl"
+SPLITS = ("all", "dev", "heldout", "fresh", "fresh2")
 Extract = Callable[[list[dict]], list]
 
 
@@ -145,7 +146,7 @@ def _score(extract: Extract, labelled: list[tuple[dict, dict]]) -> dict[str, dic
 
 
 def _order(group: str) -> tuple[int, str]:
-    return (["all", "dev", "heldout"].index(group) if group in ("all", "dev", "heldout") else 3, group)
+    return (SPLITS.index(group) if group in SPLITS else len(SPLITS), group)
 
 
 def _per_message_us(extractors: dict[str, Extract], messages: list[dict], rounds: int = 7) -> dict[str, float]:
@@ -186,7 +187,8 @@ def main() -> int:
         "Per-message time (µs, best of 7 interleaved passes)", ["extractor", "µs/message"], list(timing.items())
     )
     result = {
-        name: {group: scores[name][group] for group in ("all", "dev", "heldout")} | {"us_per_message": timing[name]}
+        name: {group: scores[name][group] for group in SPLITS if group in scores[name]}
+        | {"us_per_message": timing[name]}
         for name in names
     }
     print(json.dumps(result))

@@ -67,11 +67,11 @@ REFUSED = _compile(
     r"^(?:can|could|would|will|do(?! not\b)|does|did|is|are|was|were|should|shall|may|might|what|why|how|where|who"
     r"|which|whose|whom|any|anything|have you|has anyone)\b",
     # the assistant asked to do or to tell something
-    r"^(?:please|pls|kindly)\b(?!\s+(?:don'?t|do not|never|always)\b)",
+    r"^(?:please|pls|kindly)\b(?!\s+(?:don'?t|do not|never|always|\w+ (?:me|us) only)\b)",
     r"\b(?:can|could|would|will) (?:you|u)\b",
     r"\bi(?:'d| would) (?:like|love|appreciate) (?:you|u|a|an|some|any|your|help|it if)\b",
     r"\bi (?:need|want) (?:you|u)\b",
-    r"^(?:let me|lemme) (?:know|think|see|check|try|ask)\b",
+    r"^(?:let me|lemme) (?:know|think|see|check|try|ask|paste|show)\b|^here(?:'s| is| are)\b",
     r"^remind (?:me|us) (?:how|what|when|where|why|who|which|whether|if|about)\b",
     r"^(?:add|book|buy|change|check|compare|convert|create|debug|delete|describe|draft|edit|email|explain|find"
     r"|fix|format|generate|get|give|grep|help|install|kill|list|look|make|move|open|order|print|read|recommend"
@@ -95,7 +95,9 @@ ENVIRONMENT = _compile(
     r"^the (?:\w[\w.-]* ){0,3}(?:repo|repository|codebase|project|app|api|frontend|backend|service|services"
     r"|server|servers|db|database|cluster|pipeline|ci|build|job|cron|branch|bucket|dashboard|bastion|proxy"
     r"|load balancer|vpn|network|stack|queue|cache|container|image|config|deploy|deployment|domain|monorepo"
-    r"|laptop|machine|box|host|instance|site|website|dns|storage|disk|backup|backups|logs|tests|linter)"
+    r"|laptop|machine|box|host|instance|site|website|dns|storage|disk|backup|backups|logs|tests?|linter|suite"
+    r"|environment|env|staging|prod|production|secrets|credentials|creds|keys|tokens|registry|wiki|docs|vms?"
+    r"|nodes?|workers?|runners?|certs?|certificates?|alerts?|monitoring|metrics|firewall|router|nas)"
     r"\b.*\b(?:is|are|was|were|runs|run|uses|use|lives|live|sits|has|have|listens|deploys|points|takes|holds"
     r"|stores|goes)\b",
 )
@@ -141,8 +143,10 @@ RULES: tuple[tuple[MemoryType, re.Pattern[str]], ...] = tuple(
         (
             MemoryType.PREFERENCE,
             r"\b(?:i|we)(?:'m| am|'re| are) (?:a )?(?:vegetarian|vegan|pescatarian|teetotal|sober|night owl"
+            r"|(?:gluten|dairy|lactose|sugar|nut|meat)[- ]free|keto|kosher|halal"
             r"|(?:not )?(?:a )?morning person|early riser)\b|^(?:please )?(?:don'?t|do not|never|always) \w+"
-            r"|\b(?:i|we)(?:'d| would) (?:rather|never)\b|\b(?:i|we) (?:don'?t|do not|never) (?:eat|drink|smoke)\b",
+            r"|\b(?:i|we)(?:'d| would) (?:rather|never)\b|\b(?:i|we) (?:don'?t|do not|never) (?:eat|drink|smoke)\b"
+            r"|^(?:please )?\w+ (?:me|us) only\b|\bi find\b|\b(?:works|clicks|suits) (?:\w+ )?(?:better|best) for (?:me|us)\b",
         ),
         (
             MemoryType.IDENTITY,
@@ -175,11 +179,14 @@ RULES: tuple[tuple[MemoryType, re.Pattern[str]], ...] = tuple(
             MemoryType.EVENT,
             r"\b(?:yesterday|last (?:week|month|year|night|weekend|friday|saturday|sunday|monday|tuesday|wednesday"
             r"|thursday|spring|summer|fall|autumn|winter)|this (?:morning|week|weekend|month)|recently|ago|today"
-            r"|tonight)\b|\b(?:i|we) {ADV}(?:went|visited|started|joined|finished"
+            r"|tonight|tomorrow|(?:next|this coming) (?:week|weekend|month|year|sprint|quarter|monday|tuesday|wednesday"
+            r"|thursday|friday|saturday|sunday|spring|summer|fall|autumn|winter))\b|\b(?:i|we)(?:'m| am|'re| are)"
+            r" (?:flying|driving|travel(?:l)?ing|leaving|visiting|expecting|hosting|attending|meeting|taking)\b"
+            r"|\b(?:i|we) {ADV}(?:went|visited|started|joined|finished"
             r"|got|took|met|made|moved|bought|adopted|ran|won|attended|signed|painted|celebrated|received|graduated"
             r"|lost|began|launched|switched|migrated|rotated|upgraded|released|shipped|quit|sold|donated|married"
             r"|broke|hurt|had|printed|travel(?:l)?ed|flew|tried|learned|learnt|wrote|built|completed|decommissioned"
-            r"|talked|saw|did)\b|\b(?:i|we)(?:'ve| have) (?:just |recently |finally )?(?:been|had|started|finished"
+            r"|talked|saw|did)\b|\b(?:i|we)(?:'ve| have) {ADV}(?:been|had|started|finished"
             r"|moved|switched|joined)\b|\bappointment\b|\b(?:flight|trip|wedding) (?:to|is|on)\b"
             r"|\b(?:getting|got) married\b|\bwas (?:decommissioned|shut down|retired|migrated)\b",
         ),
@@ -189,9 +196,11 @@ RULES: tuple[tuple[MemoryType, re.Pattern[str]], ...] = tuple(
             r"|study|volunteer|teach|play|speak|keep|manage|maintain|deploy|host|build|ship|write|rent|drive"
             r"|ride|rehearse|rehearsed|practice|practise|collect|do|lived|grew up|studied|worked|don'?t (?:have|use|own|drink|eat|smoke)"
             r"|used to)\b|\b(?:i|we)(?:'m| am|'re| are) (?:using|running|on|not|the only|in|a member)\b"
-            r"|\bmy \w+(?: \w+){0,2} (?:is|are|was|were|has|have|had|gets|got|feels|looks|lives?|works?|runs?|uses?|takes?|needs?"
-            r"|expires?|called|named)\b|\bour \w+(?: \w+){0,3} (?:is|are|was|were|runs?|uses?|lives?|sits?|takes?"
-            r"|has|have|goes|go)\b"
+            r"|\bmy [\w-]+(?: [\w-]+){0,2} (?:is|are|was|were|has|have|had|gets|got|feels|looks|lives?|works?|runs?|uses?|takes?|needs?"
+            r"|expires?|called|named)\b|\bour [\w-]+(?: [\w-]+){0,3} (?:is|are|was|were|runs?|uses?|lives?|sits?|takes?"
+            r"|has|have|goes|go)\b|\bwe(?:'re| are) (?:a|an)\b|\bevery (?:day|morning|evening|night|week|weekend"
+            r"|month|year|monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b|\bi(?:'m| am) (?:\w+ )?(?:new to"
+            r"|familiar with|experienced (?:with|in)|fluent in|good at|bad at|comfortable with|proficient in)\b"
             # the people and animals in someone's life, whatever they are said to do
             r"|\bmy (?:wife|husband|partner|spouse|boyfriend|girlfriend|fianc[ée]e?|sister|brother|siblings?|mom"
             r"|mum|mother|dad|father|parents?|son|daughter|kids?|children|family|fam|grandm[ao]|grandmother"

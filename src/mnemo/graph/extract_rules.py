@@ -43,7 +43,10 @@ _PASTED = re.compile(
     re.IGNORECASE,
 )
 _SYMBOLS = str.maketrans("", "", "{}[]();=<>|`$\\")  # deletes them: what is left tells how many there were
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+# A sentence ends at . ! ? before a space, unless the dot closes a title or a Latin abbreviation.
+_SENTENCE = re.compile(
+    r"(?<=[.!?])(?<!\bMr\.)(?<!\bMs\.)(?<!\bDr\.)(?<!\bSt\.)(?<!\bMrs\.)(?<!\be\.g\.)(?<!\bi\.e\.)\s+|\n+"
+)
 # First person -> third, for a named subject, in one pass: fixed forms, "n't" verbs as they are, a compound
 # subject ("my wife and I are") with its plural verb, and any other verb after a bare "I" (and one adverb) in
 # its third-person form.
@@ -133,11 +136,9 @@ def _statement(sentence: str) -> tuple[str, MemoryType] | None:
     if not MIN_WORDS <= len(text.split()) <= MAX_WORDS:
         return None
     low = text.lower()
-    default = None
-    if not FIRST_PERSON.search(low) and not STANDING.match(low):
-        if ENVIRONMENT.match(low):
-            default = ENVIRONMENT_TYPE
-        elif DROPPED_SUBJECT.match(low):
+    default = ENVIRONMENT_TYPE if ENVIRONMENT.match(low) else None
+    if default is None and not FIRST_PERSON.search(low) and not STANDING.match(low):
+        if DROPPED_SUBJECT.match(low):
             text = _restored(text)
             low = text.lower()
         else:
