@@ -18,6 +18,15 @@ ADVERB = (
     r"|absolutely|usually|always|never|often|sometimes|mostly|only|currently|now|kinda|basically|literally"
     r"|honestly|mainly|generally|no longer) )?"
 )
+# The things a user's working environment is made of; a sentence whose subject is one is about the user's world.
+SYSTEMS = (
+    r"(?:repo|repository|codebase|project|app|api|frontend|backend|service|server|db|database|cluster|pipeline|ci"
+    r"|build|job|cron|branch|bucket|dashboard|bastion|proxy|load balancer|vpn|network|stack|queue|cache|container"
+    r"|image|config|deploy|deployment|domain|monorepo|laptop|machine|box|host|instance|site|website|dns|storage"
+    r"|disk|backup|log|test|linter|suite|environment|env|staging|prod|production|secret|credential|creds|key"
+    r"|token|registry|wiki|docs|vm|node|worker|runner|cert|certificate|alert|alerting|paging|logging|tracing"
+    r"|monitoring|metric|firewall|router|nas|traffic|infra|infrastructure|release|on-call)s?"
+)
 
 
 def _branches(source: str) -> list[str]:
@@ -44,7 +53,7 @@ def _compile(*parts: str) -> re.Pattern[str]:
 
     The word boundary opening every alternative is tested once, before them all: ``re`` otherwise tries each
     alternative at every character, and this makes the patterns three times faster."""
-    branches = _branches("|".join(parts).replace("{ADV}", ADVERB))
+    branches = _branches("|".join(parts).replace("{ADV}", ADVERB).replace("{SYSTEMS}", SYSTEMS))
     if all(b.startswith(("\\b", "^")) for b in branches):
         return re.compile(r"\b(?:" + "|".join(b.removeprefix("\\b") for b in branches) + ")")
     return re.compile("|".join(branches))
@@ -67,21 +76,26 @@ REFUSED = _compile(
     r"^(?:can|could|would|will|do(?! not\b)|does|did|is|are|was|were|should|shall|may|might|what|why|how|where|who"
     r"|which|whose|whom|any|anything|have you|has anyone)\b",
     # the assistant asked to do or to tell something
-    r"^(?:please|pls|kindly)\b(?!\s+(?:don'?t|do not|never|always|\w+ (?:me|us) only)\b)",
+    r"^(?:please|pls|kindly)\b(?!\s+(?:don'?t|do not|never|always|\w+ (?:me|us) only|stop|quit)\b)",
     r"\b(?:can|could|would|will) (?:you|u)\b",
-    r"\bi(?:'d| would) (?:like|love|appreciate) (?:you|u|a|an|some|any|your|help|it if)\b",
+    r"\bi(?:'d| would) (?:like|love|appreciate) (?:you|u|a|an|some|any|your|help)\b",
     r"\bi (?:need|want) (?:you|u)\b",
     r"^(?:let me|lemme) (?:know|think|see|check|try|ask|paste|show)\b|^here(?:'s| is| are)\b",
     r"^remind (?:me|us) (?:how|what|when|where|why|who|which|whether|if|about)\b",
     r"^(?:add|book|buy|change|check|compare|convert|create|debug|delete|describe|draft|edit|email|explain|find"
     r"|fix|format|generate|get|give|grep|help|install|kill|list|look|make|move|open|order|print|read|recommend"
     r"|refactor|remove|rename|reply|restart|review|rewrite|run|schedule|search|send|set|show|sort|suggest"
-    r"|summari[sz]e|tell|text|translate|try|update|write|go ahead|figure out|look up|pull up|walk me)\b",
+    r"|summari[sz]e|tell|text|translate|try|update|write|go ahead|figure out|look up|pull up|walk me|build|deploy"
+    r"|test|release|log|commit|push|pull|merge|rebase|lint|clean|migrate|roll ?back|scale|ssh|ping|curl|tail|cat"
+    r"|bump|backup|back up|cache|stage)\b"
+    r"(?!.*\b(?:from now on|going forward|in (?:the )?future|by default|for all new|all new|every new)\b)",
     # hypotheticals and what is not settled
     r"^(?:if|what if|suppose|supposing|imagine|assuming|in case|unless|maybe|perhaps|probably|hopefully|wondering)\b",
     r"\bif (?:i|we) (?:were|had|could|was)\b|\b(?:i'?m|i am|we'?re|we are|i was|we were) (?:wondering|not sure|unsure)\b"
     r"|\b(?:i|we) wonder\b",
     r"\bnot sure\b|\bhaven'?t decided\b",
+    # a passing state ("disk usage is at 91% right now")
+    r"\b(?:right now|at the moment|atm)\b",
     # talk aimed at the other speaker ("I'm so proud of you", "I love your painting")
     r"\bi (?:really |totally |so )?(?:love|like|adore|admire|appreciate) (?:your|you|that|this|those|these|it|how"
     r"|the way|hearing|seeing)\b",
@@ -91,22 +105,14 @@ REFUSED = _compile(
 
 # Whom a sentence speaks for: the first person, the speaker's environment, or a dropped "I" of casual speech.
 FIRST_PERSON = _compile(r"\b(?:i|me|my|mine|myself|we|us|our|ours|i'm|i've|i'd|i'll|we're|we've|we'll|we'd|let's)\b")
-ENVIRONMENT = _compile(
-    r"^the (?:\w[\w.-]* ){0,3}(?:repo|repository|codebase|project|app|api|frontend|backend|service|services"
-    r"|server|servers|db|database|cluster|pipeline|ci|build|job|cron|branch|bucket|dashboard|bastion|proxy"
-    r"|load balancer|vpn|network|stack|queue|cache|container|image|config|deploy|deployment|domain|monorepo"
-    r"|laptop|machine|box|host|instance|site|website|dns|storage|disk|backup|backups|logs|tests?|linter|suite"
-    r"|environment|env|staging|prod|production|secrets|credentials|creds|keys|tokens|registry|wiki|docs|vms?"
-    r"|nodes?|workers?|runners?|certs?|certificates?|alerts?|monitoring|metrics|firewall|router|nas)"
-    r"\b.*\b(?:is|are|was|were|runs|run|uses|use|lives|live|sits|has|have|listens|deploys|points|takes|holds"
-    r"|stores|goes)\b",
-)
+ENVIRONMENT = _compile(r"^(?:(?:the|our|all|all our|all the) (?:[\w.-]+ ){0,3}{SYSTEMS}\b|{SYSTEMS} (?!-)\w)")
 # "Never deploy on Fridays", "Don't use f-strings in logs": a standing wish, though it has no "I". Advice to
 # the other speaker ("don't forget to take breaks when you need to") is not one.
 STANDING = _compile(
     r"^(?!.*\byou)(?:please )?(?:don'?t|do not|never|always)\b(?! (?:worry|forget|mind|hesitate|be|give up|stop"
     r"|feel|had|have|been|was|were|did|got|thought|knew|\w+ed)\b)",
-    r"^(?!.*\byou)(?:please )?(?:remember|don'?t forget) to\b",
+    r"^(?!.*\byou)(?:please )?(?:remember|don'?t forget) to\b|^(?:please )?(?:stop|quit) \w+ing\b",
+    r"^(?:please )?\w+\b.*\b(?:from now on|going forward|in (?:the )?future|by default|for all new|all new|every new)\b",
 )
 DROPPED_SUBJECT = _compile(
     r"^(?:(?:just|finally|recently|still|also) )?(?:been|gonna(?! be\b)|going to(?! be\b)|started|start|finished|got|went|lost"
@@ -133,7 +139,7 @@ RULES: tuple[tuple[MemoryType, re.Pattern[str]], ...] = tuple(
         ),
         (
             MemoryType.DECISION,
-            r"\b(?:i|we)(?: have|'ve)? decided\b|\b(?:i|we)(?: have|'ve)? chosen\b|\b(?:i|we) (?:chose|picked|"
+            r"\b(?:i|we)(?: have|'ve)? decided\b|\b(?:i|we)(?: have|'ve)? chosen\b|\b(?:i|we)(?:'ve| have)? (?:standardi[sz]ed|settled|agreed) on\b|\b(?:i|we) (?:chose|picked|"
             r"settled on|went with|opted)\b|\blet'?s (?:go with|use|switch|stick with|adopt|pick|standardi[sz]e)\b"
             r"|\b(?:we|i)(?:'ll| will) (?:use|go with|switch to|stick with)\b|\bfrom now on\b|\b(?:team|house|our)"
             r" rule\b|\bwe (?:never|always|only) (?:deploy|merge|ship|release|push|use|run)\b"
@@ -146,13 +152,23 @@ RULES: tuple[tuple[MemoryType, re.Pattern[str]], ...] = tuple(
             r"|(?:gluten|dairy|lactose|sugar|nut|meat)[- ]free|keto|kosher|halal"
             r"|(?:not )?(?:a )?morning person|early riser)\b|^(?:please )?(?:don'?t|do not|never|always) \w+"
             r"|\b(?:i|we)(?:'d| would) (?:rather|never)\b|\b(?:i|we) (?:don'?t|do not|never) (?:eat|drink|smoke)\b"
-            r"|^(?:please )?\w+ (?:me|us) only\b|\bi find\b|\b(?:works|clicks|suits) (?:\w+ )?(?:better|best) for (?:me|us)\b",
+            r"|^(?:please )?\w+ (?:me|us) only\b|\bi find\b|\b(?:works|clicks|suits) (?:\w+ )?(?:better|best) for (?:me|us)\b"
+            r"|\b(?:better|best|easier|worse) for (?:me|us)\b|\bi(?:'d| would) (?:appreciate|prefer|like) it if\b"
+            r"|\b(?:i|we)(?:'m| am|'re| are) (?:\w+ )?(?:afraid|scared|terrified|frightened) of\b"
+            r"|\b(?:could|can)(?:n'?t| ?not| never) live without\b|^(?:please )?(?:stop|quit) \w+ing\b"
+            r"|\b(?:from now on|going forward|in (?:the )?future|by default|for all new|all new|every new)\b",
         ),
         (
             MemoryType.IDENTITY,
             r"\bmy name(?:'s| is)\b|^call me\b|\bi(?: am|'m) (?:a|an)\b(?! (?:bit|little|lot|huge fan|big fan|fan"
             r"|mix)\b)|\bi work (?:as|at|for|in|on|with|nights?|night shifts?|shifts|from home|remotely)\b"
-            r"|\bi(?: am|'m) (?:originally )?from \w|\bi(?: am|'m) (?:based|living|staying) in \w|\bi live in\b|\bi grew up\b|\bi(?: am|'m) \d+\b|\bmy (?:pronouns|job|role"
+            r"|\bi(?: am|'m) (?:originally )?from \w|\bi(?: am|'m) (?:based|living|staying) in \w|\b(?:i|we) {ADV}live in\b|\bi(?:'m| am) (?:half[- ])?(?:american|british|english|scottish|irish|welsh"
+            r"|canadian|mexican|brazilian|argentin(?:e|ian)|chilean|colombian|peruvian|venezuelan|cuban|spanish"
+            r"|portuguese|french|german|dutch|belgian|swiss|austrian|italian|greek|polish|czech|slovak|hungarian"
+            r"|romanian|bulgarian|serbian|croatian|ukrainian|russian|swedish|norwegian|danish|finnish|icelandic"
+            r"|turkish|israeli|lebanese|iranian|egyptian|moroccan|algerian|nigerian|kenyan|ghanaian|ethiopian"
+            r"|south african|indian|pakistani|bangladeshi|sri lankan|nepali|chinese|taiwanese|japanese|korean"
+            r"|vietnamese|thai|filipino|indonesian|malaysian|singaporean|australian|new zealander)\b|\bi grew up\b|\bi(?: am|'m) \d+\b|\bmy (?:pronouns|job|role"
             r"|title|email|e-mail|username|user name|handle|phone number|github|gitlab)(?: \w+)? (?:is|are)\b"
             r"|\bi(?:'m| am) (?:the|our) (?:only|lead|main|sole|senior|new) \w+",
         ),
@@ -186,7 +202,9 @@ RULES: tuple[tuple[MemoryType, re.Pattern[str]], ...] = tuple(
             r"|got|took|met|made|moved|bought|adopted|ran|won|attended|signed|painted|celebrated|received|graduated"
             r"|lost|began|launched|switched|migrated|rotated|upgraded|released|shipped|quit|sold|donated|married"
             r"|broke|hurt|had|printed|travel(?:l)?ed|flew|tried|learned|learnt|wrote|built|completed|decommissioned"
-            r"|talked|saw|did)\b|\b(?:i|we)(?:'ve| have) {ADV}(?:been|had|started|finished"
+            r"|talked|saw|did)\b|\b(?:i|we)(?:'ve| have) {ADV}(?:\w+ed|been|had|done|seen|written|driven|eaten|taken|given|gone|known"
+            r"|grown|flown|won|lost|made|met|read|run|built|bought|brought|taught|sold|told|heard|kept|left|found"
+            r"|gotten|started|finished"
             r"|moved|switched|joined)\b|\bappointment\b|\b(?:flight|trip|wedding) (?:to|is|on)\b"
             r"|\b(?:getting|got) married\b|\bwas (?:decommissioned|shut down|retired|migrated)\b",
         ),
@@ -200,7 +218,8 @@ RULES: tuple[tuple[MemoryType, re.Pattern[str]], ...] = tuple(
             r"|expires?|called|named)\b|\bour [\w-]+(?: [\w-]+){0,3} (?:is|are|was|were|runs?|uses?|lives?|sits?|takes?"
             r"|has|have|goes|go)\b|\bwe(?:'re| are) (?:a|an)\b|\bevery (?:day|morning|evening|night|week|weekend"
             r"|month|year|monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b|\bi(?:'m| am) (?:\w+ )?(?:new to"
-            r"|familiar with|experienced (?:with|in)|fluent in|good at|bad at|comfortable with|proficient in)\b"
+            r"|familiar with|experienced (?:with|in)|fluent in|good at|bad at|comfortable with|proficient in"
+            r"|responsible for|in charge of|part of)\b|\bour (?:[\w-]+ ){0,2}{SYSTEMS}\b"
             # the people and animals in someone's life, whatever they are said to do
             r"|\bmy (?:wife|husband|partner|spouse|boyfriend|girlfriend|fianc[ée]e?|sister|brother|siblings?|mom"
             r"|mum|mother|dad|father|parents?|son|daughter|kids?|children|family|fam|grandm[ao]|grandmother"
