@@ -39,7 +39,7 @@ from _tables import print_table  # noqa: E402
 from mnemo.graph import extract_rules  # noqa: E402
 
 LABELS = ROOT / "bench" / "data" / "extraction_labels.jsonl"
-SPLITS = ("all", "dev", "heldout", "fresh", "fresh2")
+SPLITS = ("all", "dev", "heldout", "fresh", "fresh2", "fresh3")
 Extract = Callable[[list[dict]], list]
 
 
@@ -77,8 +77,12 @@ def _labelled(data: Path) -> list[tuple[dict, dict]]:
     """(label row, message) for every labelled turn."""
     locomo = _locomo_turns(data)
     rows = [json.loads(line) for line in LABELS.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return [(row, locomo[row["id"]] if row["source"] == "locomo" else {"role": "user", "content": row["text"]})
-            for row in rows]  # fmt: skip
+    return [(row, locomo[row["id"]] if row["source"] == "locomo" else _written(row)) for row in rows]
+
+
+def _written(row: dict) -> dict:
+    """A turn written for the labels as a user message (named when it has a speaker)."""
+    return {"role": "user", "content": row["text"], **({"name": row["speaker"]} if "speaker" in row else {})}
 
 
 def _hit(content: str, keys: Iterable[str]) -> bool:
