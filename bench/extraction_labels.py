@@ -4,8 +4,10 @@
 
 The labels (bench/data/extraction_labels.jsonl, scheme in bench/data/README.md) name, for each turn, the facts
 a careful person would want remembered, each as a memory type and a few key words. Each turn is given to
-``extract`` as one user message, exactly as a session's messages are at its end (LoCoMo turns carry their
-speaker as ``name``; the agent-style turns have none, so their subject is "User").
+``extract`` as one user message, exactly as a session's messages are at its end (LoCoMo and chat turns carry
+their speaker as ``name``; the agent-style turns have none, so their subject is "User"). Rows are reported by
+split (``dev`` tuned on; ``heldout``, ``fresh``, ``fresh2``, ``fresh3`` as bench/data/README.md tells), source
+and labelled type.
 
 - A gold fact is **found** when one extracted memory of its turn contains all its key words (case-insensitive);
   **typed** when that memory also has the labelled type.
@@ -13,8 +15,9 @@ speaker as ``name``; the agent-style turns have none, so their subject is "User"
 - **quiet turns** is the share of turns with no gold fact where nothing was extracted.
 
 The baseline is the extractor at ``--baseline`` (a git ref, ``main`` by default), loaded from git into a
-temporary module in the same run. Per-message time is the mean over every turn of the LoCoMo dev file, the
-call the session end makes. The last line printed is one JSON object.
+temporary module in the same run. Per-message time is the mean over every turn of the LoCoMo dev file (the
+call a session end makes), best of seven passes, old and new interleaved so a busy machine slows both alike.
+The last line printed is one JSON object.
 """
 
 from __future__ import annotations
@@ -131,7 +134,7 @@ class _Tally:
             "typed_recall": round(self.typed / max(self.gold, 1), 3),
             "precision": round(precision, 3),
             "f1": round(2 * recall * precision / max(recall + precision, 1e-9), 3),
-            "quiet_turns": round(self.quiet_turns / max(self.empty_turns, 1), 3),
+            "quiet_turns": round(self.quiet_turns / self.empty_turns, 3) if self.empty_turns else None,
             "gold": self.gold,
             "extracted": self.extracted,
         }
@@ -147,6 +150,10 @@ def _score(extract: Extract, labelled: list[tuple[dict, dict]]) -> dict[str, dic
         for kind in {f["type"] for f in row["facts"]} | {c.type.value for c in candidates}:
             tallies.setdefault(f"type {kind}", _Tally()).add_typed(kind, row["facts"], candidates)
     return {group: tally.row() for group, tally in sorted(tallies.items(), key=lambda kv: _order(kv[0]))}
+
+
+def _cell(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
 
 
 def _order(group: str) -> tuple[int, str]:
@@ -183,7 +190,7 @@ def main() -> int:
     names = list(extractors)
     metrics = ("recall", "typed_recall", "precision", "f1", "quiet_turns")
     rows = [[group, f"{scores[names[0]][group]['gold']}", *(f"{scores[n][group]['extracted']}" for n in names),
-             *(f"{scores[n][group][m]:.3f}" for m in metrics for n in names)]
+             *(_cell(scores[n][group][m]) for m in metrics for n in names)]
             for group in scores["new"]]  # fmt: skip
     columns = ["turns", "gold", *(f"mem {n}" for n in names), *(f"{m} {n}" for m in metrics for n in names)]
     print_table("Fact recall / precision by group (old vs new, same run)", columns, rows)

@@ -197,3 +197,16 @@ def test_negated_verbs_take_the_third_person():
 
 def test_a_verb_after_an_adverb_takes_the_third_person():
     assert third_person("I hate rain and I really enjoy snow.", "Ana") == "Ana hates rain and Ana really enjoys snow."
+
+
+def test_a_reminder_of_something_said_before_is_cut_and_the_fact_kept():
+    assert said("As you know, I live in Porto.") == [(MemoryType.IDENTITY, "User lives in Porto.")]
+
+
+def test_a_sentence_about_the_listener_is_refused():
+    assert said("I have been wanting to try your chocolate cake for a while now.") == []
+
+
+def test_a_contracted_sentence_of_two_words_is_long_enough_and_a_bare_one_is_not():
+    assert said("I'm vegan.") == [(MemoryType.PREFERENCE, "User is vegan.")]
+    assert said("I did.") == []

@@ -164,4 +164,3 @@ class LLMExtractor:
 def _brief(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     return text[:300] + ("…" if len(text) > 300 else "")
-

@@ -65,7 +65,8 @@ OPENER = re.compile(
     r"^(?:(?:hey|hi|hello|yeah|yes|yep|yup|yah|no|nope|oh|ooh|ok|okay|well|wow|woah|whoa|woo+hoo+|woo+|cool|great"
     r"|nice|awesome|sure|thanks|thank you|haha|lol|hmm+|ugh|so|and|but|also|btw|by the way|actually|honestly"
     r"|anyway|plus|definitely|totally|absolutely|exactly|true|right|aww+|omg|sorry|sounds (?:good|great)|fyi"
-    r"|(?:please )?(?:remember|note|keep in mind|be aware)(?= that\b|:)(?: that)?|for the record|just so you know|heads up)"
+    r"|(?:please )?(?:remember|note|keep in mind|be aware)(?= that\b|:)(?: that)?|for the record|just so you know|heads up"
+    r"|(?:as |like )?you know|(?:as |like )?i (?:said|told you))"
     r"\b[\s,!.:-]*(?:(?-i:[A-Z][a-z]+)\b[,!.]?\s+)?)+",
     re.IGNORECASE,
 )
@@ -101,16 +102,19 @@ REFUSED = _compile(
     r"|the way|hearing|seeing)\b",
     r"\bi have (?:you|u)\b|\b(?:we|you) got this\b|\bhop(?:e|ing) for the best\b",
     r"\b(?:proud of|happy for|glad for|rooting for|here for|thankful for|grateful for) (?:you|u)\b",
+    # a sentence that speaks to or of the listener is about them, or asks something of them
+    r"\b(?:you|your|you're|yours|u)\b",
 )
 
 # Whom a sentence speaks for: the first person, the speaker's environment, or a dropped "I" of casual speech.
-FIRST_PERSON = _compile(r"\b(?:i|me|my|mine|myself|we|us|our|ours|i'm|i've|i'd|i'll|we're|we've|we'll|we'd|let's)\b")
+FIRST_PERSON = _compile(r"\b(?:i|me|my|mine|myself|we|us|our|ours|i'm|i've|i'd|i'll|we're|we've|we'll|we'd)\b")
 ENVIRONMENT = _compile(r"^(?:(?:the|our|all|all our|all the) (?:[\w.-]+ ){0,3}{SYSTEMS}\b|{SYSTEMS} (?!-)\w)")
 # "Never deploy on Fridays", "Don't use f-strings in logs": a standing wish, though it has no "I". Advice to
 # the other speaker ("don't forget to take breaks when you need to") is not one.
 STANDING = _compile(
     r"^(?!.*\byou)(?:please )?(?:don'?t|do not|never|always)\b(?! (?:worry|forget|mind|hesitate|be|give up|stop"
-    r"|feel|had|have|been|was|were|did|got|thought|knew|\w+ed)\b)",
+    r"|feel|had|have|been|was|were|did|got|thought|knew|here|there|so|such|a|an|the|is|are|has|\w+ed)\b)",
+    r"^let'?s (?:go with|use|switch|stick with|adopt|pick|standardi[sz]e)\b",
     r"^(?!.*\byou)(?:please )?(?:remember|don'?t forget) to\b|^(?:please )?(?:stop|quit) \w+ing\b",
     r"^(?:please )?\w+\b.*\b(?:from now on|going forward|in (?:the )?future|by default|for all new|all new|every new)\b",
 )

@@ -32,7 +32,7 @@ from .extract_patterns import (
 )
 from .types import MemoryType
 
-MIN_WORDS = 2
+MIN_WORDS = 3
 MAX_WORDS = 60
 
 _FENCED = re.compile(r"```.*?(?:```|$)", re.DOTALL)
@@ -43,6 +43,7 @@ _PASTED = re.compile(
     re.IGNORECASE,
 )
 _SYMBOLS = str.maketrans("", "", "{}[]();=<>|`$\\")  # deletes them: what is left tells how many there were
+_WORD = re.compile(r"[^\W_]+")
 # A sentence ends at . ! ? before a space, unless the dot closes a title or a Latin abbreviation.
 _SENTENCE = re.compile(
     r"(?<=[.!?])(?<!\bMr\.)(?<!\bMs\.)(?<!\bDr\.)(?<!\bSt\.)(?<!\bMrs\.)(?<!\be\.g\.)(?<!\bi\.e\.)\s+|\n+"
@@ -133,9 +134,9 @@ def _statement(sentence: str) -> tuple[str, MemoryType] | None:
     if sentence.endswith("?"):
         return None
     said = text = OPENER.sub("", sentence, count=1).strip()
-    if not MIN_WORDS <= len(text.split()) <= MAX_WORDS:
-        return None
     low = text.lower()
+    if not MIN_WORDS <= len(_WORD.findall(low)) <= MAX_WORDS:  # "I'm vegan" is three words, "I did" two
+        return None
     default = ENVIRONMENT_TYPE if ENVIRONMENT.match(low) else None
     if default is None and not FIRST_PERSON.search(low) and not STANDING.match(low):
         if DROPPED_SUBJECT.match(low):
