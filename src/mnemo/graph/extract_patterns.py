@@ -27,6 +27,9 @@ SYSTEMS = (
     r"|token|registry|wiki|docs|vm|node|worker|runner|cert|certificate|alert|alerting|paging|logging|tracing"
     r"|monitoring|metric|firewall|router|nas|traffic|infra|infrastructure|release|on-call)s?"
 )
+# What makes an instruction one for good rather than for now.
+FOR_GOOD = r"(?:from now on|going forward|in (?:the )?future|by default|for all new|all new|every new)"
+_VOCABULARY = {"{ADV}": ADVERB, "{SYSTEMS}": SYSTEMS, "{FOR_GOOD}": FOR_GOOD}
 
 
 def _branches(source: str) -> list[str]:
@@ -53,7 +56,10 @@ def _compile(*parts: str) -> re.Pattern[str]:
 
     The word boundary opening every alternative is tested once, before them all: ``re`` otherwise tries each
     alternative at every character, and this makes the patterns three times faster."""
-    branches = _branches("|".join(parts).replace("{ADV}", ADVERB).replace("{SYSTEMS}", SYSTEMS))
+    source = "|".join(parts)
+    for name, words in _VOCABULARY.items():
+        source = source.replace(name, words)
+    branches = _branches(source)
     if all(b.startswith(("\\b", "^")) for b in branches):
         return re.compile(r"\b(?:" + "|".join(b.removeprefix("\\b") for b in branches) + ")")
     return re.compile("|".join(branches))
@@ -89,7 +95,7 @@ REFUSED = _compile(
     r"|summari[sz]e|tell|text|translate|try|update|write|go ahead|figure out|look up|pull up|walk me|build|deploy"
     r"|test|release|log|commit|push|pull|merge|rebase|lint|clean|migrate|roll ?back|scale|ssh|ping|curl|tail|cat"
     r"|bump|backup|back up|cache|stage)\b"
-    r"(?!.*\b(?:from now on|going forward|in (?:the )?future|by default|for all new|all new|every new)\b)",
+    r"(?!.*\b{FOR_GOOD}\b)",
     # hypotheticals and what is not settled
     r"^(?:if|what if|suppose|supposing|imagine|assuming|in case|unless|maybe|perhaps|probably|hopefully|wondering)\b",
     r"\bif (?:i|we) (?:were|had|could|was)\b|\b(?:i'?m|i am|we'?re|we are|i was|we were) (?:wondering|not sure|unsure)\b"
@@ -116,7 +122,8 @@ STANDING = _compile(
     r"|feel|had|have|been|was|were|did|got|thought|knew|here|there|so|such|a|an|the|is|are|has|\w+ed)\b)",
     r"^let'?s (?:go with|use|switch|stick with|adopt|pick|standardi[sz]e)\b",
     r"^(?!.*\byou)(?:please )?(?:remember|don'?t forget) to\b|^(?:please )?(?:stop|quit) \w+ing\b",
-    r"^(?:please )?\w+\b.*\b(?:from now on|going forward|in (?:the )?future|by default|for all new|all new|every new)\b",
+    r"^(?:please )?(?:use|keep|write|name|format|put|prefer|stick to|avoid|add|make|call|label|tag|sign|indent|sort"
+    r"|wrap|ask|reply|answer)\b.*\b{FOR_GOOD}\b",
 )
 DROPPED_SUBJECT = _compile(
     r"^(?:(?:just|finally|recently|still|also) )?(?:been|gonna(?! be\b)|going to(?! be\b)|started|start|finished|got|went|lost"
@@ -160,7 +167,7 @@ RULES: tuple[tuple[MemoryType, re.Pattern[str]], ...] = tuple(
             r"|\b(?:better|best|easier|worse) for (?:me|us)\b|\bi(?:'d| would) (?:appreciate|prefer|like) it if\b"
             r"|\b(?:i|we)(?:'m| am|'re| are) (?:\w+ )?(?:afraid|scared|terrified|frightened) of\b"
             r"|\b(?:could|can)(?:n'?t| ?not| never) live without\b|^(?:please )?(?:stop|quit) \w+ing\b"
-            r"|\b(?:from now on|going forward|in (?:the )?future|by default|for all new|all new|every new)\b",
+            r"|\b{FOR_GOOD}\b",
         ),
         (
             MemoryType.IDENTITY,

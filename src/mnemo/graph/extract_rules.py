@@ -133,7 +133,8 @@ def _statement(sentence: str) -> tuple[str, MemoryType] | None:
     ``None`` when it is not worth keeping."""
     if sentence.endswith("?"):
         return None
-    said = text = OPENER.sub("", sentence, count=1).strip()
+    opener = OPENER.match(sentence)
+    said = text = sentence[opener.end() :].strip() if opener else sentence
     low = text.lower()
     if not MIN_WORDS <= len(_WORD.findall(low)) <= MAX_WORDS:  # "I'm vegan" is three words, "I did" two
         return None
