@@ -210,3 +210,7 @@ def test_a_sentence_about_the_listener_is_refused():
 def test_a_contracted_sentence_of_two_words_is_long_enough_and_a_bare_one_is_not():
     assert said("I'm vegan.") == [(MemoryType.PREFERENCE, "User is vegan.")]
     assert said("I did.") == []
+
+
+def test_typographic_apostrophes_read_as_plain_ones():
+    assert said("I\u2019m allergic to peanuts.") == [(MemoryType.FACT, "User is allergic to peanuts.")]

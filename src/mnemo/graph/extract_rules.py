@@ -1,15 +1,16 @@
 """The deterministic extractor: statements worth keeping, picked and typed by phrase patterns.
 
 Each message a person wrote loses its pasted code, logs and error output, and is split into sentences.
-A sentence is judged without its spoken openers ("Yeah Maria,", "Wow!"). Refused: questions (by their mark or
-their first word), requests to the assistant ("can you", "remind me how", "show me", an opening verb of
-command), hypotheticals and musing ("if I had", "maybe", "not sure"), greetings, and talk aimed at the other
-speaker. Kept: a sentence of three to sixty words about the speaker (first person, or a dropped "I": "Been
-busy volunteering") or about the speaker's environment ("the repo uses uv"), typed by the first pattern group
-of :mod:`.extract_patterns` that matches (todo, decision, condition, standing preference, identity, goal,
-preference, event, fact). The first person is rewritten in the third ("I love hiking" said by Caroline
-becomes "Caroline loves hiking"), so a memory reads the same wherever it is recalled. No model is involved:
-the same messages always give the same memories.
+A sentence is judged without its spoken openers ("Yeah Maria,", "Wow!", "as you know"). Kept: a sentence of
+three to sixty words about the speaker (the first person, a dropped "I": "Been busy volunteering", or a
+standing wish: "never deploy on Fridays") or about the speaker's systems ("the repo uses uv"), typed by the
+first pattern group of :mod:`.extract_patterns` that matches (todo, decision, condition, standing wish,
+identity, goal, preference, event, fact). Refused: questions (by their mark or their first word), requests
+to the assistant ("can you", "remind me how", "show me", an opening verb of command), hypotheticals and
+musing ("if I had", "maybe", "not sure"), sentences to or about the listener, and passing states. The first
+person is rewritten in the third ("I love hiking" said by Caroline becomes "Caroline loves hiking"), so a
+memory reads the same wherever it is recalled. No model is involved: the same messages always give the same
+memories.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ _PASTED = re.compile(
     r"|[\w.]*(?:error|exception|warning)\b:|fatal:|\d{4}-\d\d-\d\d[ t]\d\d:|\[\d|at [\w.$]+\()",
     re.IGNORECASE,
 )
+# Typographic quotes as typed on phones, made plain so "I’m" reads as "I'm".
+_QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"'})
 _SYMBOLS = str.maketrans("", "", "{}[]();=<>|`$\\")  # deletes them: what is left tells how many there were
 _WORD = re.compile(r"[^\W_]+")
 # A sentence ends at . ! ? before a space, unless the dot closes a title or a Latin abbreviation.
@@ -112,7 +115,7 @@ def third_person(sentence: str, name: str) -> str:
 def _prose(content: str) -> list[str]:
     """The sentences of ``content`` once fenced code and pasted lines (code, logs, tracebacks) are dropped."""
     kept = []
-    for line in _FENCED.sub("\n", content).splitlines():
+    for line in _FENCED.sub("\n", content.translate(_QUOTES)).splitlines():
         visible = line.strip()
         if not visible or _PASTED.match(line):
             continue
