@@ -3,6 +3,8 @@ ask of the assistant, wonder about or paste is not."""
 
 from __future__ import annotations
 
+import pytest
+
 from mnemo.graph import MemoryType
 from mnemo.graph.extract_rules import extract, third_person
 
@@ -134,10 +136,17 @@ def test_a_question_with_its_mark_is_refused():
     assert said("Why does my for loop skip the last element?") == []
 
 
-def test_commands_to_the_assistant_are_refused():
-    for command in ("Show me the diff for my last commit.", "Please write a unit test for my parser.",
-                    "Add oat milk and eggs to my shopping list.", "Book a table for two at my usual place."):  # fmt: skip
-        assert said(command) == [], command
+@pytest.mark.parametrize(
+    "command",
+    [
+        "Show me the diff for my last commit.",
+        "Please write a unit test for my parser.",
+        "Add oat milk and eggs to my shopping list.",
+        "Book a table for two at my usual place.",
+    ],
+)
+def test_commands_to_the_assistant_are_refused(command):
+    assert said(command) == []
 
 
 def test_asking_the_assistant_for_something_in_the_first_person_is_refused():

@@ -82,9 +82,7 @@ def backfill(
             if not fresh:
                 continue
             refs = [ArchivedRef(m.id, session_id, m.created_at) for m in fresh]
-            report.add(
-                extract_messages(graph, session_id, [_as_message(m) for m in fresh], extractor=extractor, refs=refs)
-            )
+            report.add(extract_messages(graph, session_id, [_as_message(m) for m in fresh], extractor=extractor, refs=refs))
             if advance is not None:
                 advance(len(fresh))
     return report

@@ -226,10 +226,7 @@ class SqliteEngine(GraphEngine):
             _db.close(self.conn)
 
     def has_table(self, name: str) -> bool:
-        return (
-            self.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone()
-            is not None
-        )
+        return self.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
 
     def plain(self, column: str) -> str:
         return f"+{column}"  # unary + hides the column from the planner's index choice
@@ -277,13 +274,7 @@ class SqliteEngine(GraphEngine):
         ]
 
     def text_candidates(
-        self,
-        conn: sqlite3.Connection,
-        scope: Scope,
-        expression: str,
-        alive: str,
-        count: int,
-        matches: Mapping[str, int],
+        self, conn: sqlite3.Connection, scope: Scope, expression: str, alive: str, count: int, matches: Mapping[str, int]
     ) -> dict[str, float]:
         rows = conn.execute(
             "SELECT m.id, bm25(graph_memories_fts) AS rank FROM graph_memories_fts"

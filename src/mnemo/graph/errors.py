@@ -27,3 +27,5 @@ class BlockedContent(MnemoError):
 
 class ImportConflict(MnemoError):
     """An import would overwrite a memory whose content differs from the file's."""
+
+

@@ -164,3 +164,4 @@ class LLMExtractor:
 def _brief(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     return text[:300] + ("…" if len(text) > 300 else "")
+

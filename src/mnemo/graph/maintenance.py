@@ -232,7 +232,9 @@ def maintain(
 
 
 def _report(counts: Counter[str], started: float, *, complete: bool, dry_run: bool = False) -> MaintenanceReport:
-    return MaintenanceReport(**counts, seconds=time.perf_counter() - started, complete=complete, dry_run=dry_run)
+    return MaintenanceReport(
+        **counts, seconds=time.perf_counter() - started, complete=complete, dry_run=dry_run
+    )
 
 
 def _fraction(value: Any, field: str) -> float:
@@ -351,8 +353,7 @@ class _Pass:
         self.state[cursor] = seq
         if self.owner is not None:
             conn.execute(
-                f"UPDATE graph_maintenance SET {cursor} = ? WHERE {_WHERE_SCOPE}",
-                (seq, *scope_params(self.graph.scope)),
+                f"UPDATE graph_maintenance SET {cursor} = ? WHERE {_WHERE_SCOPE}", (seq, *scope_params(self.graph.scope))
             )
 
 
@@ -377,9 +378,7 @@ class _DecaySql:
     def of(cls, engine: GraphEngine) -> _DecaySql:
         days = f"((:now - {engine.greatest('COALESCE(decayed_at, 0)', 'COALESCE(last_accessed_at, 0)', 'created_at')}) / {DAY})"
         factor = engine.greatest(engine.power(str(1.0 - DECAY_PER_DAY), days), str(1.0 - MAX_DECAY_PER_PASS))
-        level = (
-            f"(CASE WHEN {_BOOST} THEN {_BASE} ELSE importance END) * (CASE WHEN {days} >= 1 THEN {factor} ELSE 1 END)"
-        )
+        level = f"(CASE WHEN {_BOOST} THEN {_BASE} ELSE importance END) * (CASE WHEN {days} >= 1 THEN {factor} ELSE 1 END)"
         plain = engine.plain
         # Keep the planner on the seq range (a batch) instead of the scope index (the whole scope).
         decaying = (
@@ -399,8 +398,7 @@ def _decay_phase(conn: Any, run: _Pass, limit: int | None) -> tuple[int, bool]:
     examined, upto = conn.execute(
         f"SELECT count(*), max(seq) FROM (SELECT seq FROM graph_memories WHERE seq > ? AND {engine.plain('user_id')} = ?"
         f" AND {engine.plain('agent_id')} = ? AND {engine.plain('channel_id')} = ? AND forgotten = 0 ORDER BY seq"
-        + ("" if limit is None else " LIMIT ?")
-        + ") AS batch",
+        + ("" if limit is None else " LIMIT ?") + ") AS batch",
         (state["decay_cursor"], user, agent, channel, *(() if limit is None else (limit,))),
     ).fetchone()
     if not examined:
@@ -426,9 +424,7 @@ def _decay_phase(conn: Any, run: _Pass, limit: int | None) -> tuple[int, bool]:
     for memory_id, level, base, used in pruned:
         _log(conn, now, memory_id, "pruned", None, f"importance {level:.3f} of {base:.3f}, unused for "
              f"{(now - used) / DAY:.0f} days")  # fmt: skip
-    conn.executemany(
-        "UPDATE graph_memories SET forgotten = 1, updated_at = ? WHERE id = ?", [(now, p[0]) for p in pruned]
-    )
+    conn.executemany("UPDATE graph_memories SET forgotten = 1, updated_at = ? WHERE id = ?", [(now, p[0]) for p in pruned])
     counts["pruned"] += len(pruned)
     run.advance(conn, "decay_cursor", upto)
     return examined, limit is None or examined < limit
@@ -576,3 +572,4 @@ def maintenance_log(graph: MemoryGraph, memory_id: str) -> list[dict[str, Any]]:
             (memory_id,),
         ).fetchall()
     return [{"at": iso(r[0]), "action": r[1], "other": r[2], "detail": r[3]} for r in rows]
+

@@ -116,9 +116,7 @@ def _text_query(query: str, engine: GraphEngine | None = None) -> _TextQuery:
     terms = list(parsed.terms)
     if engine is None:
         return _TextQuery(or_query(terms))
-    counts = dict(
-        zip(terms, engine.count_matches(engine.conn, [or_query([t]) for t in terms], COMMON_MATCHES), strict=True)
-    )
+    counts = dict(zip(terms, engine.count_matches(engine.conn, [or_query([t]) for t in terms], COMMON_MATCHES), strict=True))
     rare = [term for term in terms if counts[term] < COMMON_MATCHES]
     # Scoring sources walks each term's matches: rarest terms first, within SOURCE_TEXT_MATCHES in all.
     counted, budget = [], SOURCE_TEXT_MATCHES
@@ -127,9 +125,7 @@ def _text_query(query: str, engine: GraphEngine | None = None) -> _TextQuery:
             break
         counted.append(term)
         budget -= counts[term]
-    return _TextQuery(
-        or_query(rare or terms), tuple(term_phrases(counted)), {or_query([t]): n for t, n in counts.items()}
-    )
+    return _TextQuery(or_query(rare or terms), tuple(term_phrases(counted)), {or_query([t]): n for t, n in counts.items()})
 
 
 def match_expression(query: str, engine: GraphEngine | None = None) -> str:
@@ -228,7 +224,9 @@ def named_subjects(conn: Any, scope: Scope, query: str) -> frozenset[str]:
 _FOLLOWED = " AND NOT (a.relation = 'related_to' AND a.origin = 'maintenance')"
 
 
-def _expand(conn: Any, seeds: dict[str, float], alive: str) -> dict[str, tuple[float, tuple[str, str]]]:
+def _expand(
+    conn: Any, seeds: dict[str, float], alive: str
+) -> dict[str, tuple[float, tuple[str, str]]]:
     """Best relevance reaching each neighbour of ``seeds`` in one hop, and the edge it came by."""
     if not seeds:
         return {}

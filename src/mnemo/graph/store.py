@@ -305,9 +305,7 @@ class MemoryGraph:
             params.extend([memory_id, memory_id])
         where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
         with self._lock:
-            rows = self._conn.execute(
-                f"{sql}{where} ORDER BY a.created_at, a.source_id, a.target_id", params
-            ).fetchall()
+            rows = self._conn.execute(f"{sql}{where} ORDER BY a.created_at, a.source_id, a.target_id", params).fetchall()
         return [Association(r[0], r[1], Relation(r[2]), r[3], r[4], r[5]) for r in rows]
 
     def history(self, memory_id: Any) -> list[Memory]:
@@ -413,9 +411,7 @@ class MemoryGraph:
 
     def _link(self, conn: Any, source_id: str, target_id: str, relation: Relation, weight: float) -> None:
         if relation is Relation.UPDATES and self._reaches_by_updates(conn, target_id, source_id):
-            raise InvalidArgument(
-                "relation", f"{excerpt(target_id)} already descends from {excerpt(source_id)}; an updates cycle"
-            )
+            raise InvalidArgument("relation", f"{excerpt(target_id)} already descends from {excerpt(source_id)}; an updates cycle")
         conn.execute(
             "INSERT INTO graph_associations (source_id, target_id, relation, weight, created_at)"
             " VALUES (?, ?, ?, ?, ?) ON CONFLICT (source_id, target_id, relation)"
@@ -527,17 +523,8 @@ class MemoryGraph:
         conn.executemany(
             _INSERT_MEMORY,
             [
-                (
-                    memory_id,
-                    i.content,
-                    i.type.value,
-                    i.importance,
-                    i.created_at or now,
-                    i.created_at or now,
-                    i.source,
-                    i.subject,
-                    *scope_params(self.scope),
-                )
+                (memory_id, i.content, i.type.value, i.importance, i.created_at or now, i.created_at or now, i.source,
+                 i.subject, *scope_params(self.scope))
                 for memory_id, i in zip(ids, items, strict=True)
             ],
         )
@@ -546,15 +533,8 @@ class MemoryGraph:
                 self._link(conn, memory_id, target, relation, weight)
         return [
             Memory(
-                memory_id,
-                i.content,
-                i.type,
-                i.importance,
-                i.created_at or now,
-                i.created_at or now,
-                source=i.source,
-                subject=i.subject,
-                scope=self.scope,
+                memory_id, i.content, i.type, i.importance, i.created_at or now, i.created_at or now,
+                source=i.source, subject=i.subject, scope=self.scope,
             )  # fmt: skip
             for memory_id, i in zip(ids, items, strict=True)
         ]
@@ -602,9 +582,7 @@ class MemoryGraph:
         with self._write() as conn:
             old = self._require(conn, old_id, "id")
             if old.superseded_by is not None:
-                raise InvalidArgument(
-                    "id", f"{excerpt(old_id)} is already superseded by {old.superseded_by!r}; replace that one"
-                )
+                raise InvalidArgument("id", f"{excerpt(old_id)} is already superseded by {old.superseded_by!r}; replace that one")
             new_kind = kind or old.type
             if given_importance is not None:
                 new_importance = given_importance
@@ -722,9 +700,7 @@ class MemoryGraph:
         Re-importing the same records changes nothing. A record whose id exists with different content or
         in another scope is a conflict: the whole import is refused.
         """
-        self.check_contents(
-            [memory.content for memory in memories], [f"memories[{i}].content" for i in range(len(memories))]
-        )
+        self.check_contents([memory.content for memory in memories], [f"memories[{i}].content" for i in range(len(memories))])
         for index, memory in enumerate(memories):
             if memory.subject != self.check_subject(memory.subject, f"memories[{index}].subject"):
                 raise InvalidArgument(
@@ -769,10 +745,9 @@ class MemoryGraph:
                 updated += changed
             for index, edge in enumerate(associations):
                 for end, field in ((edge.source_id, "source"), (edge.target_id, "target")):
-                    if (
-                        end not in known
-                        and conn.execute("SELECT 1 FROM graph_memories WHERE id = ?", (end,)).fetchone() is None
-                    ):
+                    if end not in known and conn.execute(
+                        "SELECT 1 FROM graph_memories WHERE id = ?", (end,)
+                    ).fetchone() is None:
                         raise MemoryNotFound(f"associations[{index}].{field}", end)
                 conn.execute(
                     "INSERT INTO graph_associations (source_id, target_id, relation, weight, created_at, origin)"

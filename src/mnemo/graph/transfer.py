@@ -42,14 +42,8 @@ def export_data(graph: MemoryGraph, *, all_scopes: bool = False) -> dict[str, An
         "exported_at": time.time(),
         "memories": [_memory_record(m) for m in memories],
         "associations": [
-            {
-                "source": a.source_id,
-                "target": a.target_id,
-                "relation": a.relation.value,
-                "weight": a.weight,
-                "created_at": a.created_at,
-                "origin": a.origin,
-            }  # fmt: skip
+            {"source": a.source_id, "target": a.target_id, "relation": a.relation.value, "weight": a.weight,
+             "created_at": a.created_at, "origin": a.origin}  # fmt: skip
             for a in graph.associations(all_scopes=all_scopes)
         ],
     }
@@ -171,9 +165,7 @@ def _list(data: Mapping[str, Any], key: str) -> list[Any]:
     return value
 
 
-def _field(
-    record: Mapping[str, Any], where: str, name: str, kinds: type | tuple[type, ...], *, optional: bool = False
-) -> Any:
+def _field(record: Mapping[str, Any], where: str, name: str, kinds: type | tuple[type, ...], *, optional: bool = False) -> Any:
     if name not in record or record[name] is None:
         if optional:
             return None
@@ -213,9 +205,7 @@ def _parse_memory(record: Any, where: str) -> Memory:
         last_accessed_at=_optional_float(_field(record, where, "last_accessed_at", number, optional=True)),
         access_count=access_count,
         source=_field(record, where, "source", str, optional=True) or "",
-        subject=MemoryGraph.check_subject(
-            _field(record, where, "subject", str, optional=True) or "", f"{where}.subject"
-        ),
+        subject=MemoryGraph.check_subject(_field(record, where, "subject", str, optional=True) or "", f"{where}.subject"),
         scope=Scope(**scope_values),
         forgotten=bool(_field(record, where, "forgotten", bool, optional=True) or False),
         # Maintenance state, absent from exports made before maintenance existed.

@@ -88,7 +88,9 @@ class VectorCache:
         self._prefetched: dict[_Key, _Prefetch] = {}
         self._lock = threading.Lock()
 
-    def search(self, conn: sqlite3.Connection, scope: Scope, embedder: Embedder, probe: np.ndarray, k: int) -> Hits:
+    def search(
+        self, conn: sqlite3.Connection, scope: Scope, embedder: Embedder, probe: np.ndarray, k: int
+    ) -> Hits:
         """The ``k`` nearest memory ids to ``probe`` in ``scope``, among vectors of ``embedder``'s model."""
         vectors = self._current(conn, scope, embedder.name, embedder.dim)
         key = (scope, embedder.name, embedder.dim)
