@@ -7,6 +7,7 @@ import pytest
 
 from mnemo.graph import MemoryType
 from mnemo.graph.extract_rules import extract, third_person
+from mnemo.graph.extraction import extract_messages
 
 
 def said(text: str, name: str = "") -> list[tuple[MemoryType, str]]:
@@ -16,6 +17,20 @@ def said(text: str, name: str = "") -> list[tuple[MemoryType, str]]:
 
 
 # what is kept
+
+
+def test_what_a_host_session_said_reaches_the_graph_typed_and_the_request_does_not(graph):
+    session = [
+        {"role": "user", "content": "I'm allergic to peanuts."},
+        {"role": "assistant", "content": "Noted!"},
+        {"role": "user", "content": "my bike is a green Brompton"},
+        {"role": "user", "content": "Remind me how to format a date in Python."},
+    ]
+    extract_messages(graph, "s1", session)
+    assert sorted((m.type, m.content) for m in graph.memories()) == [
+        (MemoryType.FACT, "User is allergic to peanuts."),
+        (MemoryType.FACT, "User's bike is a green Brompton"),
+    ]
 
 
 def test_a_condition_is_kept_as_a_fact():
