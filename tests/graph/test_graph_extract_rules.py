@@ -238,3 +238,13 @@ def test_a_contracted_sentence_of_two_words_is_long_enough_and_a_bare_one_is_not
 
 def test_typographic_apostrophes_read_as_plain_ones():
     assert said("I\u2019m allergic to peanuts.") == [(MemoryType.FACT, "User is allergic to peanuts.")]
+
+
+def test_a_new_address_is_where_the_user_lives():
+    assert said("I now live at 12 Baker Street.") == [(MemoryType.IDENTITY, "User now lives at 12 Baker Street.")]
+
+
+def test_something_the_user_has_got_is_a_fact():
+    assert said("I've got a Raspberry Pi running Home Assistant.") == [
+        (MemoryType.FACT, "User has got a Raspberry Pi running Home Assistant.")
+    ]

@@ -177,7 +177,7 @@ RULES: tuple[tuple[MemoryType, re.Pattern[str]], ...] = tuple(
             (
                 r"\b(?:i|we)(?:'m| am|'re| are) (?:a )?(?:vegetarian|vegan|pescatarian|teetotal|sober|night owl"
                 r"|(?:gluten|dairy|lactose|sugar|nut|meat)[- ]free|keto|kosher|halal|(?:not )?(?:a )?morning person"
-                r"|early riser)\b",
+                r"|early riser)\b|\bi(?:'m| am) (?:not )?(?:really )?(?:more of )?(?:a|an) \w+ person\b",
                 r"^(?:please )?(?:don'?t|do not|never|always) \w+|^(?:please )?(?:stop|quit) \w+ing\b",
                 r"\b(?:i|we)(?:'d| would) (?:rather|never)\b|\b(?:i|we) (?:don'?t|do not|never) (?:eat|drink|smoke)\b",
                 r"^(?:please )?\w+ (?:me|us) only\b|\bi find\b",
@@ -194,7 +194,7 @@ RULES: tuple[tuple[MemoryType, re.Pattern[str]], ...] = tuple(
                 r"\bi(?: am|'m) (?:a|an)\b(?! (?:bit|little|lot|huge fan|big fan|fan|mix)\b)",
                 r"\bi work (?:as|at|for|in|on|with|nights?|night shifts?|shifts|from home|remotely)\b",
                 r"\bi(?: am|'m) (?:originally )?from \w|\bi(?: am|'m) (?:based|living|staying) in \w",
-                r"\b(?:i|we) {ADV}live in\b|\bi grew up\b|\bi(?: am|'m) \d+\b",
+                r"\b(?:i|we) {ADV}live (?:in|at|near|on)\b|\bi grew up\b|\bi(?: am|'m) \d+\b",
                 r"\bi(?:'m| am) (?:half[- ])?" + _NATIONALITY + r"\b",
                 r"\bmy (?:pronouns|job|role|title|email|e-mail|username|user name|handle|phone number|github"
                 r"|gitlab)(?: \w+)? (?:is|are)\b",
@@ -241,6 +241,7 @@ RULES: tuple[tuple[MemoryType, re.Pattern[str]], ...] = tuple(
                 r"\b(?:i|we) {ADV}(?:went|visited|started|joined|finished|got|took|met|made|moved|bought|adopted|ran"
                 r"|won|attended|signed|painted|celebrated|received|graduated|lost|began|launched|switched|migrated"
                 r"|rotated|upgraded|released|shipped|quit|sold|donated|married|broke|hurt|had|printed|travel(?:l)?ed"
+                r"|relocated"
                 r"|flew|tried|learned|learnt|wrote|built|completed|decommissioned|talked|saw|did)\b",
                 r"\b(?:i|we)(?:'ve| have) {ADV}(?:\w+ed|been|had|done|seen|written|driven|eaten|taken|given|gone"
                 r"|known|grown|flown|won|lost|made|met|read|run|built|bought|brought|taught|sold|told|heard|kept|left"
@@ -256,6 +257,7 @@ RULES: tuple[tuple[MemoryType, re.Pattern[str]], ...] = tuple(
                 r"|deploy|host|build|ship|write|rent|drive|ride|rehearse|rehearsed|practice|practise|collect|do"
                 r"|lived|grew up|studied|worked|don'?t (?:have|use|own|drink|eat|smoke)|used to)\b",
                 r"\b(?:i|we)(?:'m| am|'re| are) (?:using|running|on|not|the only|in|a member)\b",
+                r"\b(?:i|we)(?:'ve| have)? got (?:a|an|the|two|three|some|\d)\b",
                 r"\bwe(?:'re| are) (?:a|an)\b",
                 r"\bmy [\w-]+(?: [\w-]+){0,2} (?:is|are|was|were|has|have|had|gets|got|feels|looks|lives?|works?"
                 r"|runs?|uses?|takes?|needs?|expires?|called|named)\b",
