@@ -14,8 +14,8 @@ and labelled type.
 - An extracted memory is **correct** when it contains the key words of some gold fact of its turn.
 - **quiet turns** is the share of turns with no gold fact where nothing was extracted.
 
-The baseline is the extractor at ``--baseline`` (a git ref, ``main`` by default), loaded from git into a
-temporary module in the same run. Per-message time is the mean over every turn of the LoCoMo dev file (the
+The baseline is the extractor at ``--baseline`` (a git ref, ``main`` by default; the extractor this one
+replaced is at 83bed66), loaded from git into a temporary module in the same run. Per-message time is the mean over every turn of the LoCoMo dev file (the
 call a session end makes), in CPU time, best of seven passes, old and new interleaved.
 The last line printed is one JSON object.
 """
