@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, Any
 from ..database import refuse_old_config_key
 from ..embeddings import named_embedder, preload
 from ..errors import ConfigError, MnemoError
+from ..graph.backfill import backfill
 from ..graph.bulletin import session_bulletin, synthesize_with
 from ..graph.extract_rules import extract as extract_by_rules
-from ..graph.backfill import backfill
 from ..graph.extraction import Extractor, extract_messages, extracted_from
 from ..graph.maintenance import SESSION_BUDGET, maintain
 from ..graph.migrate_curated import TARGET_TYPES, curated_source, import_curated

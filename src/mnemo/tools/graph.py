@@ -146,7 +146,10 @@ class _Sessions(NamedTuple):
     in_context: tuple[str, int] | None = None
 
 
-def _recall(graph: MemoryGraph, args: dict[str, Any], sessions: _Sessions = _Sessions()) -> str:
+_NO_SESSIONS = _Sessions()
+
+
+def _recall(graph: MemoryGraph, args: dict[str, Any], sessions: _Sessions = _NO_SESSIONS) -> str:
     _check_required(args, RECALL_TOOL_SCHEMA)
     found = recall_everything(
         graph,
