@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Collection, Iterable, Sequence
-from concurrent.futures import Future
+from concurrent.futures import Future, wait
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -119,7 +119,9 @@ def recall_everything(
                 include_history=include_history,
             )  # fmt: skip
     finally:
-        hits = pending.result() if pending is not None else []
+        if pending is not None:
+            wait([pending])  # never leave the search running past this call, whatever happened here
+    hits = pending.result() if pending is not None else []
     stems = query_stems(query)
     messages = [_message(hit, stems) for hit in hits]
     merged = merge_ranked([[(m, m.score) for m in memories], [(m, m.score) for m in messages]])
