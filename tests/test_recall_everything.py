@@ -104,6 +104,21 @@ def test_tool_output_is_never_recalled_into_context(tmp_path: Path) -> None:
         assert "zebra" not in _context(memory, "When does the zebra migration ship?")
 
 
+def test_a_reply_that_only_called_tools_is_not_recalled(tmp_path: Path) -> None:
+    with AgentMemory.open("s1", home=tmp_path, user_id="ada", **FAST) as memory:
+        call = {"id": "c1", "type": "function", "function": {"name": "memory", "arguments": '{"content": "okapi notes"}'}}
+        turn = [
+            {"role": "user", "content": "Keep my okapi notes."},
+            {"role": "assistant", "content": "", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c1", "content": "saved"},
+            {"role": "assistant", "content": "Saved."},
+        ]
+        memory.turn_complete("Keep my okapi notes.", "Saved.", messages=turn)
+    with AgentMemory.open("s2", home=tmp_path, user_id="ada", **FAST) as memory:
+        found = [item for item in memory.recall("okapi notes") if isinstance(item, RecalledMessage)]
+    assert found and all(item.passage for item in found)
+
+
 def test_context_stays_within_the_character_budget(tmp_path: Path) -> None:
     turns = [(f"Note {i}: the orchard project uses pear trees of kind {i} in row {i}.", "Noted.") for i in range(60)]
     _say(tmp_path, "s1", *turns, graph_context_chars=400)

@@ -123,7 +123,8 @@ def recall_everything(
             wait([pending])  # never leave the search running past this call, whatever happened here
     hits = pending.result() if pending is not None else []
     stems = query_stems(query)
-    messages = [_message(hit, stems) for hit in hits]
+    # A reply that only called tools has no text of its own: what matched was its tool call.
+    messages = [_message(hit, stems) for hit in hits if hit.message.text.strip()]
     merged = merge_ranked([[(m, m.score) for m in memories], [(m, m.score) for m in messages]])
     return _once_each(merged)[:limit]
 
