@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import _db
-from ..embeddings.queries import shared_query_vectors
+from ..embeddings.queries import query_vectors_of
 from ..embeddings.synced import SyncedVectors, owners_of, table_top
 from ..embeddings.vector_file import file_name
 
@@ -142,7 +142,7 @@ class MessageVectors:
         if self.embed_at_search:
             self.embed_pending(lambda: nullcontext(conn), EMBED_PER_SEARCH)
         self._synced.refresh(conn)
-        probe = shared_query_vectors().start(self.embedder, query).result()
+        probe = query_vectors_of(self.embedder).start(self.embedder, query).result()
         return [(int(i), s) for i, s in self._synced.search(conn, probe, k)]  # type: ignore[call-overload]
 
     def forget(self, conn: sqlite3.Connection, message_ids: list[int], vectors: Iterable[tuple[int, str, int]]) -> None:

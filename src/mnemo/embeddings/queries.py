@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -29,8 +30,8 @@ _pool_lock = threading.Lock()
 def _forget_pool_after_fork() -> None:
     # A forked child inherits the pool object but not its threads: work submitted to it would never run,
     # and neither would a query vector still under way.
-    global _pool, _pool_lock, _shared
-    _pool, _pool_lock, _shared = None, threading.Lock(), None
+    global _pool, _pool_lock, _by_embedder
+    _pool, _pool_lock, _by_embedder = None, threading.Lock(), weakref.WeakKeyDictionary()
 
 
 if hasattr(os, "register_at_fork"):
@@ -91,17 +92,21 @@ def _embed_one(embedder: Embedder, text: str) -> np.ndarray:
     return vector
 
 
-_shared: QueryVectors | None = None
+_by_embedder: weakref.WeakKeyDictionary[Embedder, QueryVectors] = weakref.WeakKeyDictionary()
 
 
-def shared_query_vectors() -> QueryVectors:
-    """The process's query vectors: every store recalling with the same model and text (the graph and the
-    archive searched for one turn) shares one embedding of it."""
-    global _shared
+def query_vectors_of(embedder: Embedder) -> QueryVectors:
+    """The query vectors of one embedder object, shared by every store it serves (the graph and the
+    archive searched for one turn embed the query once); kept while the embedder lives. An embedder that
+    cannot be weakly referenced gets a cache of its own each time."""
     with _pool_lock:
-        if _shared is None:
-            _shared = QueryVectors()
-        return _shared
+        try:
+            found = _by_embedder.get(embedder)
+            if found is None:
+                found = _by_embedder[embedder] = QueryVectors()
+        except TypeError:
+            return QueryVectors()
+        return found
 
 
 class PrefetchedEmbedder:

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from .._time import to_timestamp
-from ..embeddings.queries import PrefetchedEmbedder, background, shared_query_vectors
+from ..embeddings.queries import PrefetchedEmbedder, background, query_vectors_of
 from ..errors import InvalidArgument, check_text, excerpt
 from ..retrieval.names import name_key
 from ..safety.scan import check_threshold, scan_many
@@ -142,7 +142,6 @@ class MemoryGraph:
         self._clock = clock
         self._lock = threading.RLock()
         self._vectors = self._engine.vectors
-        self._query_vectors = shared_query_vectors()
         self._embedded_upto: dict[tuple[Scope, str, int], int] = {}
         # The table's latest seq when each scope was last found embedded up to its top.
         self._settled_at: dict[tuple[Scope, str, int], int] = {}
@@ -885,7 +884,7 @@ class MemoryGraph:
             if query.strip():
                 # The model embeds the query, then the vector index is searched, on another core while
                 # pending work and the SQL run here (a 2-core machine does both at once).
-                probe = self._query_vectors.start(embedder, query)
+                probe = query_vectors_of(embedder).start(embedder, query)
                 embedder = PrefetchedEmbedder(embedder, query, probe)
             self.embed_pending(self.embed_per_recall, scan=SCAN_PER_RECALL)
         with self._lock:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from ..embeddings.queries import shared_query_vectors
+from ..embeddings.queries import query_vectors_of
 from .connection import EF_SEARCH, Executor, PostgresDatabase
 
 if TYPE_CHECKING:
@@ -169,7 +169,7 @@ class PostgresMessageVectors:
         the caller drops messages out of scope or filtered out)."""
         if not query.strip() or k <= 0:
             return []
-        probe = vector_text(shared_query_vectors().start(self.embedder, query).result().reshape(-1))
+        probe = vector_text(query_vectors_of(self.embedder).start(self.embedder, query).result().reshape(-1))
         wider = k > EF_SEARCH  # a walk keeping fewer candidates than asked for would return fewer
         if wider:
             conn.execute(f"SET hnsw.ef_search = {int(k)}")
