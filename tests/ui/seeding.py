@@ -8,6 +8,8 @@ from pathlib import Path
 from mnemo import AgentMemory, MemoryStore
 from mnemo.config import load_settings
 from mnemo.curated import Add
+from mnemo.archive import open_archive
+from mnemo.graph.backfill import backfill
 from mnemo.graph.store import MemoryGraph
 from mnemo.scope import Scope
 
@@ -46,14 +48,16 @@ class Seeded:
 
 
 def _converse(home: Path, user: str, session: str, turns: tuple[tuple[str, str], ...]) -> None:
-    """A real session through the agent loop's calls: the archive records it, the graph extracts from it."""
+    """A real session through the agent loop's calls, which the archive records; then the graph extracts
+    memories from the archived session as ``mnemo graph extract`` does, each linked to its message."""
     memory = AgentMemory.open(session, home, user_id=user)
-    messages = []
     for said, answer in turns:
         memory.turn_complete(said, answer)
-        messages += [{"role": "user", "content": said}, {"role": "assistant", "content": answer}]
-    memory.end_session(messages)
-    memory.close()
+    memory.close()  # waits for the archive to have recorded every turn
+    settings = load_settings(home, user_id=user)
+    with MemoryGraph(settings.database_target, scope=settings.scope) as graph, \
+            open_archive(settings.database_target, scope=settings.scope) as archive:  # fmt: skip
+        backfill(graph, archive, [session])
 
 
 def seed_home(home: Path) -> Seeded:

@@ -20,8 +20,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 from ..archive.base import SessionNotFound
 from ..config import Settings
-from ..curated.errors import MemoryOpError
-from ..errors import ConfigError, InvalidArgument, MnemoError
+from ..errors import ConfigError, MnemoError
 from ..graph.errors import MemoryNotFound
 from ..tokens import TokenMap
 from . import views
@@ -66,10 +65,9 @@ class UIServer:
         except OSError:
             self.home.close()
             raise
-        # Request threads are not daemons, so neither are the threads they start (a session's model preload):
-        # onnxruntime aborts the process if the interpreter exits while it builds a session on a daemon thread.
-        # server_close() waits for them; HTTP/1.0 (one request per connection) keeps that wait short.
-        self._httpd.daemon_threads = False
+        # Daemons: closing the server does not wait for a browser's idle connection (see Workspace for the
+        # one piece of work that must not run on a daemon thread).
+        self._httpd.daemon_threads = True
         self._httpd.ui = self  # type: ignore[attr-defined]
         bound = self._httpd.server_address[1]
         names = {host} | ({"127.0.0.1", "localhost"} if is_loopback(host) else set())
@@ -114,9 +112,7 @@ def _status_of(exc: Exception) -> int:
         return HTTPStatus.NOT_FOUND
     if isinstance(exc, PermissionError):
         return HTTPStatus.FORBIDDEN
-    if isinstance(exc, (InvalidArgument, MemoryOpError)):
-        return HTTPStatus.BAD_REQUEST
-    return HTTPStatus.CONFLICT
+    return HTTPStatus.BAD_REQUEST  # bad input, a refused write (scan, budget, ambiguity): the page says which
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -4,10 +4,12 @@ Nothing here reads or writes memory."""
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..archive.records import Hit, SessionInfo, StoredMessage
+from ..archive.search import HIGHLIGHT
 from ..curated.entries import entry_id
 from ..curated.history import HistoryRecord
 from ..doctor import Report
@@ -246,11 +248,11 @@ def memory_detail(memory: Memory, disputed: bool, edges: Sequence[Association], 
         f'<blockquote class="content">{esc(memory.content)}</blockquote>{newer}'
         f'<div class="grid"><section class="card">{facts}</section>'
         f'<section class="card"><h2>Importance over time</h2>{_importance_chart(chain, memory)}</section></div>'
-        f'<section class="actions card"><h2>Change it</h2>{_edit_forms(memory, csrf)}{undo}</section>'
         f'<h2>Where it was said</h2>{table(["session", "role", "message"], said_rows, empty="Written directly, not extracted from a conversation.")}'
         f'<h2>Associations</h2><div class="grid"><div>{_edge_graph(memory, edges, others)}</div>'
         f'<div>{table(["relation", "memory", "weight", "origin"], edge_rows, empty="No edges.")}</div></div>'
         f'<h2>Versions</h2>{table(["content", "written", "importance", ""], versions)}'
+        f'<section class="actions card"><h2>Change it</h2>{undo}{_edit_forms(memory, csrf)}</section>'
         f"<h2>Maintenance</h2>{log}"
     )
 
@@ -391,8 +393,14 @@ def sessions(query: str, listed: Sequence[SessionInfo], hits: Sequence[Hit] | No
 
 
 def _snippet(snippet: str) -> str:
-    """An archive snippet with its ``>>>``/``<<<`` match marks as ``<mark>``."""
-    return esc(snippet).replace("&gt;&gt;&gt;", "<mark>").replace("&lt;&lt;&lt;", "</mark>")
+    """An archive snippet with its match marks (:data:`~mnemo.archive.search.HIGHLIGHT`) as ``<mark>``."""
+    opening, closing = HIGHLIGHT
+    pattern = re.compile(f"{re.escape(opening)}(.+?){re.escape(closing)}", re.S)
+    parts, last = [], 0
+    for found in pattern.finditer(snippet):
+        parts += [esc(snippet[last : found.start()]), f"<mark>{esc(found[1])}</mark>"]
+        last = found.end()
+    return "".join(parts) + esc(snippet[last:])
 
 
 def conversation(info: SessionInfo, messages: Sequence[StoredMessage], lineage: Sequence[SessionInfo],

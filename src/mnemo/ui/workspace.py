@@ -158,11 +158,27 @@ class Workspace:
         return self._with_agent(scope, trace)
 
     def _with_agent(self, scope: Scope, work: Callable[[AgentMemory], Any]) -> Any:
-        memory = self._agent(scope)
-        try:
-            return work(memory)
-        finally:
-            memory.close()
+        """``work`` on a fresh :class:`AgentMemory`, on a thread of its own that is no daemon: the session
+        starts loading its model on a thread that inherits that, and onnxruntime aborts the whole process
+        if the interpreter exits while a daemon thread builds its session (request threads are daemons)."""
+        outcome: dict[str, Any] = {}
+
+        def run() -> None:
+            try:
+                memory = self._agent(scope)
+                try:
+                    outcome["value"] = work(memory)
+                finally:
+                    memory.close()
+            except BaseException as exc:  # noqa: BLE001 - re-raised on the request's thread
+                outcome["error"] = exc
+
+        thread = threading.Thread(target=run, name="mnemo-ui-session", daemon=False)
+        thread.start()
+        thread.join()
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["value"]
 
     def close(self) -> None:
         """Close the archives and the curated store this workspace opened."""
