@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from ..agent import AgentMemory
 from ..archive import open_archive
@@ -25,6 +25,8 @@ from ..graph.recall import RecallResult
 from ..graph.store import MemoryGraph
 from ..providers.graph import ENRICH_LIMIT
 from ..scope import Scope
+
+T = TypeVar("T")
 
 
 class Home:
@@ -90,6 +92,8 @@ class Workspace:
         self._graph = graph
         self._archives: dict[Scope, Archive] = {}
         self._lock = threading.Lock()
+        self._sessions: dict[Scope, AgentMemory] = {}
+        self._agent_lock = threading.Lock()
         self.curated = MemoryStore.from_settings(settings)
 
     def scope(self, agent_id: str = "", channel_id: str = "") -> Scope:
@@ -128,65 +132,88 @@ class Workspace:
 
     # -- what a session would see -------------------------------------------------------------------
 
-    def _agent(self, scope: Scope) -> AgentMemory:
-        """An :class:`AgentMemory` for ``scope`` that records nothing: no archive session, no maintenance
-        pass (as ``mnemo prompt`` opens one)."""
+    def _agent(self, scope: Scope, **overrides: Any) -> AgentMemory:
+        """A started :class:`AgentMemory` for ``scope`` that records nothing: no archive session, no
+        maintenance pass (as ``mnemo prompt`` opens one)."""
         self._own(scope)
-        settings = self.settings.model_copy(
-            update={**scope.as_dict(), "maintenance_interval_hours": 0.0, "archive_enabled": False}
-        )
-        memory = AgentMemory(settings=settings)
+        update = {**scope.as_dict(), "maintenance_interval_hours": 0.0, "archive_enabled": False, **overrides}
+        memory = AgentMemory(settings=self.settings.model_copy(update=update))
         memory.start_session("mnemo-ui")
         return memory
 
     def prompt_blocks(self, scope: Scope) -> list[tuple[str, str]]:
-        """The system prompt's blocks a new session in ``scope`` would freeze."""
-        return self._with_agent(scope, lambda memory: memory.prompt_blocks())
+        """The system prompt's blocks a new session in ``scope`` would freeze (from a session opened for
+        the purpose: no embedder, since neither the curated blocks nor the bulletin use one)."""
+
+        def blocks() -> list[tuple[str, str]]:
+            memory = self._agent(scope, graph_embedder="none", archive_embedder="none")
+            try:
+                return memory.prompt_blocks()
+            finally:
+                memory.close()
+
+        return _apart(blocks)
 
     def trace_recall(self, scope: Scope, message: str, candidates: int = 30) -> RecallTrace:
         """What the model would get for ``message`` in ``scope`` (through the same
         :meth:`AgentMemory.prepare_messages` a turn makes), and the ranked candidates behind it."""
         self._own(scope)
 
-        def trace(memory: AgentMemory) -> RecallTrace:
-            prepared = memory.prepare_messages(message, [])[-1]["content"]
-            frozen = {_normal(entry) for target in TARGETS for entry in memory.store.frozen_entries(target)}
+        def trace() -> RecallTrace:
+            with self._agent_lock:
+                memory = self._session(scope)
+                prepared = memory.prepare_messages(message, [])[-1]["content"]
+                frozen = {_normal(entry) for target in TARGETS for entry in memory.store.frozen_entries(target)}
             results = self.graph(scope).recall(message, limit=candidates, touch=False) if message.strip() else []
             return RecallTrace(prepared, _weigh(results, prepared, frozen, self.settings.graph_context_chars),
                                self.settings.graph_context_chars, ENRICH_LIMIT)  # fmt: skip
 
-        return self._with_agent(scope, trace)
+        return _apart(trace)
 
-    def _with_agent(self, scope: Scope, work: Callable[[AgentMemory], Any]) -> Any:
-        """``work`` on a fresh :class:`AgentMemory`, on a thread of its own that is no daemon: the session
-        starts loading its model on a thread that inherits that, and onnxruntime aborts the whole process
-        if the interpreter exits while a daemon thread builds its session (request threads are daemons)."""
-        outcome: dict[str, Any] = {}
-
-        def run() -> None:
-            try:
-                memory = self._agent(scope)
-                try:
-                    outcome["value"] = work(memory)
-                finally:
-                    memory.close()
-            except BaseException as exc:  # noqa: BLE001 - re-raised on the request's thread
-                outcome["error"] = exc
-
-        thread = threading.Thread(target=run, name="mnemo-ui-session", daemon=False)
-        thread.start()
-        thread.join()
-        if "error" in outcome:
-            raise outcome["error"]
-        return outcome["value"]
+    def _session(self, scope: Scope) -> AgentMemory:
+        """The debugger's session for ``scope``, kept open between requests (opening one loads the model and
+        the vectors) and opened afresh once the curated entries differ from those it froze, since the
+        per-turn context leaves out whatever the frozen snapshot shows. Called under ``_agent_lock``."""
+        current = self.curated_entries()
+        memory = self._sessions.get(scope)
+        if memory is not None and any(memory.store.frozen_entries(t) != current[t] for t in TARGETS):
+            memory.close()
+            memory = None
+        if memory is None:
+            memory = self._sessions[scope] = self._agent(scope)
+        return memory
 
     def close(self) -> None:
-        """Close the archives and the curated store this workspace opened."""
+        """Close the sessions, archives and curated store this workspace opened."""
+        with self._agent_lock:
+            for memory in self._sessions.values():
+                memory.close()
+            self._sessions.clear()
         with self._lock:
             for archive in self._archives.values():
                 archive.close()
             self._archives.clear()
         self.curated.close()
+
+
+def _apart(work: Callable[[], T]) -> T:
+    """``work()`` on a thread of its own that is no daemon. A session starts loading its model on threads
+    that inherit that, and onnxruntime aborts the whole process if the interpreter exits while a daemon
+    thread builds its session (the server's request threads are daemons)."""
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = work()
+        except BaseException as exc:  # noqa: BLE001 - raised again on the caller's thread
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=run, name="mnemo-ui-session", daemon=False)
+    thread.start()
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
 
 
 def _normal(text: str) -> str:
