@@ -14,6 +14,7 @@ from mnemo.errors import ConfigError
 from mnemo.graph.store import MemoryGraph
 from mnemo.tokens import TokenMap
 from mnemo.ui import UIServer
+from mnemo.ui.auth import Gate
 
 from .seeding import ALICE_TOKEN, BOB_TOKEN, Seeded
 
@@ -152,3 +153,13 @@ def test_listening_beyond_loopback_without_a_configured_token_is_refused(tmp_pat
     settings = load_settings(tmp_path)
     with pytest.raises(ConfigError, match="configured token"):
         UIServer(settings, host="0.0.0.0", tokens=TokenMap(()))
+
+
+def test_beyond_loopback_a_write_must_come_from_the_origin_its_host_names():
+    gate = Gate(TokenMap([(ALICE_TOKEN, "alice")]), "alice", None)
+    _, session = gate.open_session("alice")
+    same = {"host": "box.lan:8765", "origin": "http://box.lan:8765"}
+    other = {"host": "box.lan:8765", "origin": "http://evil.example"}
+    assert gate.host_allowed("box.lan:8765")
+    assert gate.write_refusal(same, session, session.csrf) is None
+    assert gate.write_refusal(other, session, session.csrf) == "a request from another origin (or one naming none)"

@@ -8,8 +8,9 @@ checks every request passes (Host) and every write passes on top (Origin, CSRF t
   any number of times; each opens its own user's memory and nothing else.
 - **Session cookie.** ``HttpOnly``, ``SameSite=Strict``, random, held only in this process's memory (a
   restart logs everyone out), expiring after ``SESSION_SECONDS`` idle.
-- **Host.** A request whose ``Host`` header is not one this server answers to is refused, so a hostile page
-  cannot reach it through DNS rebinding.
+- **Host.** On loopback, a request whose ``Host`` header is not one this server answers to is refused, so a
+  hostile page cannot reach it through DNS rebinding. Beyond loopback (configured tokens only) the names the
+  server is reached by are not known here: a write must then come from the origin its own ``Host`` names.
 - **Writes.** A POST must come from this origin (``Origin``, or when a browser sends none, ``Referer``;
   ``Sec-Fetch-Site: cross-site`` is refused outright) and carry the session's CSRF token in its form.
 """
@@ -20,7 +21,7 @@ import hmac
 import secrets
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -48,11 +49,15 @@ class Gate:
     the one-time start token logs in as; ``origins`` are the ``scheme://host:port`` this server is reached
     at (its Host headers are derived from them)."""
 
-    def __init__(self, tokens: TokenMap, start_user: str, origins: Iterable[str], *, clock=time.time) -> None:
+    def __init__(
+        self, tokens: TokenMap, start_user: str, origins: Iterable[str] | None, *, clock: Callable[[], float] = time.time
+    ) -> None:
         self.tokens = tokens
         self.start_user = start_user
-        self.origins = frozenset(origin.rstrip("/") for origin in origins)
-        self.hosts = frozenset(urlsplit(origin).netloc for origin in self.origins)
+        # None: served beyond loopback under configured tokens, reached by names this process cannot know;
+        # any Host is answered and a write must come from the origin its own Host names.
+        self.origins = None if origins is None else frozenset(origin.rstrip("/") for origin in origins)
+        self.hosts = None if self.origins is None else frozenset(urlsplit(origin).netloc for origin in self.origins)
         self.start_token: str | None = secrets.token_urlsafe(32)
         self._sessions: dict[str, Session] = {}
         self._lock = threading.Lock()
@@ -101,7 +106,7 @@ class Gate:
 
     def host_allowed(self, host: str | None) -> bool:
         """Whether a request's ``Host`` header names this server."""
-        return host is not None and host.lower() in self.hosts
+        return host is not None and (self.hosts is None or host.lower() in self.hosts)
 
     def write_refusal(self, headers: Mapping[str, str], session: Session | None, form_csrf: str | None) -> str | None:
         """Why a POST with these headers and form must be refused, or None when it may go ahead.
@@ -113,7 +118,8 @@ class Gate:
         if origin is None or origin == "null":
             referer = headers.get("referer")
             origin = None if not referer else "{0.scheme}://{0.netloc}".format(urlsplit(referer))
-        if origin is None or origin.rstrip("/") not in self.origins:
+        allowed = self.origins if self.origins is not None else {f"http://{headers.get('host', '')}".lower()}
+        if origin is None or origin.rstrip("/").lower() not in allowed:
             return "a request from another origin (or one naming none)"
         if session is None:
             return None

@@ -70,10 +70,10 @@ class UIServer:
         self._httpd.daemon_threads = True
         self._httpd.ui = self  # type: ignore[attr-defined]
         bound = self._httpd.server_address[1]
-        names = {host} | ({"127.0.0.1", "localhost"} if is_loopback(host) else set())
         shown = f"[{host}]" if ":" in host else host
         self.url = f"http://{shown}:{bound}"
-        self.gate = Gate(tokens, settings.user_id, {f"http://{f'[{n}]' if ':' in n else n}:{bound}" for n in names})
+        origins = {self.url, f"http://127.0.0.1:{bound}", f"http://localhost:{bound}"} if is_loopback(host) else None
+        self.gate = Gate(tokens, settings.user_id, origins)
         self._thread: threading.Thread | None = None
 
     @property
