@@ -30,7 +30,6 @@ from urllib.parse import quote_plus
 from _tables import print_table
 from archive import Synth
 from graph_scale import _REAL_TEXTS, _Corpus, _grow, _TableEmbedder
-
 from mnemo.archive import open_archive
 from mnemo.config import load_settings
 from mnemo.embeddings import MiniLMEmbedder
@@ -116,17 +115,43 @@ def main() -> None:
         sessions = re.findall(r'href="/sessions/([^"?#]+)"', browser.get("/sessions"))
         rows = [
             ["page", "overview", *browser.timed(["/"] * n)],
+            [
+                "part",
+                "overview: memory counts (loaded after it)",
+                *browser.timed(["/overview/counts"] * max(10, n // 4)),
+            ],
+            ["part", "overview: mnemo doctor (loaded after it)", *browser.timed(["/doctor"] * max(10, n // 4))],
             ["page", "memories, first page", *browser.timed(["/memories"] * n)],
             ["page", "memories, page 1,000 (50,000 deep)", *browser.timed(["/memories?page=1000"] * n)],
-            ["page", "memories, filtered (type + status)", *browser.timed(["/memories?type=decision&status=superseded"] * n)],
-            ["page", "one memory (edges, versions, said-in)", *browser.timed([f"/memories/{ids[i % len(ids)]}" for i in range(n)])],
+            [
+                "page",
+                "memories, filtered (type + status)",
+                *browser.timed(["/memories?type=decision&status=superseded"] * n),
+            ],
+            [
+                "page",
+                "one memory (edges, versions, said-in)",
+                *browser.timed([f"/memories/{ids[i % len(ids)]}" for i in range(n)]),
+            ],
             ["page", "sessions, first page", *browser.timed(["/sessions"] * n)],
-            ["page", "one conversation (50 messages)", *browser.timed([f"/sessions/{sessions[i % len(sessions)]}" for i in range(n)])],
+            [
+                "page",
+                "one conversation (50 messages)",
+                *browser.timed([f"/sessions/{sessions[i % len(sessions)]}" for i in range(n)]),
+            ],
             ["page", "curated", *browser.timed(["/curated"] * n)],
             ["page", "prompt preview", *browser.timed(["/prompt"] * max(10, n // 4))],
-            ["search", "memories (hybrid recall, query embedded)", *browser.timed([f"/memories?q={quote_plus(q)}" for q in queries])],
+            [
+                "search",
+                "memories (hybrid recall, query embedded)",
+                *browser.timed([f"/memories?q={quote_plus(q)}" for q in queries]),
+            ],
             ["search", "archive messages", *browser.timed([f"/sessions?q={quote_plus(q)}" for q in archive_queries])],
-            ["search", "recall debugger (context block + candidates)", *browser.timed([f"/recall?q={quote_plus(q)}" for q in queries[: max(10, n // 4)]])],
+            [
+                "search",
+                "recall debugger (context block + candidates)",
+                *browser.timed([f"/recall?q={quote_plus(q)}" for q in queries[: max(10, n // 4)]]),
+            ],
         ]
     memories = f"{args.memories:,}"
     print_table(

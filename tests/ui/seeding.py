@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mnemo import AgentMemory, MemoryStore
+from mnemo.archive import open_archive
 from mnemo.config import load_settings
 from mnemo.curated import Add
-from mnemo.archive import open_archive
 from mnemo.graph.backfill import backfill
 from mnemo.graph.store import MemoryGraph
 from mnemo.scope import Scope

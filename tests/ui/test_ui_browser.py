@@ -25,7 +25,10 @@ from .seeding import ALICE_TOKEN, BOB_TOKEN, Seeded
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
 if CHROMIUM is None or CHROMEDRIVER is None:
-    pytest.skip("the browser tests need Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)", allow_module_level=True)
+    pytest.skip(
+        "the browser tests need Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)",
+        allow_module_level=True,
+    )
 webdriver = pytest.importorskip("selenium.webdriver", reason="the browser tests need selenium (the test extra)")
 from selenium.common.exceptions import NoSuchElementException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
@@ -57,7 +60,9 @@ def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def shoot(driver, directory: Path, name: str) -> None:
     """The page as it is, in the light theme and the dark one (the system preference, emulated)."""
     for scheme in ("light", "dark"):
-        driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": scheme}]})
+        driver.execute_cdp_cmd(
+            "Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": scheme}]}
+        )
         driver.save_screenshot(str(directory / f"{name}-{scheme}.png"))
     driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
 
@@ -103,9 +108,12 @@ def test_the_start_link_logs_in_and_shows_the_overview(browser, server, shots):
     browser.delete_all_cookies()
     browser.get(server.start_url)
     WebDriverWait(browser, 10).until(expected_conditions.title_contains("Overview"))
-    WebDriverWait(browser, 10).until(lambda d: "checks" in d.find_element(By.ID, "doctor").text or "problem" in d.find_element(By.ID, "doctor").text)
+    WebDriverWait(browser, 10).until(
+        lambda d: "problem" in d.find_element(By.ID, "doctor").text or "checks" in d.find_element(By.ID, "doctor").text
+    )
+    WebDriverWait(browser, 10).until(lambda d: "total" in d.find_element(By.ID, "counts").text)
     assert "token=" not in browser.current_url
-    assert "USER.md" in text(browser) and "active" in text(browser)
+    assert "USER.md" in text(browser) and "preference" in browser.find_element(By.ID, "counts").text
     shoot(browser, shots, "overview")
 
 
@@ -142,7 +150,9 @@ def test_a_memory_leads_to_the_turn_it_was_said_in(browser, server, seeded, shot
     WebDriverWait(browser, 10).until(expected_conditions.url_contains("#m"))
     turn = browser.find_element(By.ID, urlsplit(browser.current_url).fragment)
     assert "I prefer green tea over coffee" in turn.text and "user" in turn.text
-    WebDriverWait(browser, 3).until(lambda d: d.execute_script("return document.activeElement.id") == turn.get_attribute("id"))  # the keyboard continues from it
+    WebDriverWait(browser, 3).until(
+        lambda d: d.execute_script("return document.activeElement.id") == turn.get_attribute("id")
+    )  # the keyboard continues from it
     shoot(browser, shots, "session")
 
 
@@ -160,7 +170,11 @@ def test_an_edit_is_a_new_version_and_undo_brings_the_old_text_back(browser, ser
     assert browser.find_element(By.CSS_SELECTOR, "blockquote.content").text == "The quarterly review is on Monday."
     with graph_of(seeded) as graph:
         versions = graph.history(browser.current_url.rsplit("/", 1)[1])
-    assert [v.content for v in versions] == ["The quarterly review is on Monday.", "The quarterly review moved to Thursday.", "The quarterly review is on Monday."]
+    assert [v.content for v in versions] == [
+        "The quarterly review is on Monday.",
+        "The quarterly review moved to Thursday.",
+        "The quarterly review is on Monday.",
+    ]
 
 
 def test_pin_and_unpin(browser, server, seeded):

@@ -37,6 +37,8 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         "recall debugger, curated entries with history, sessions and the prompt preview. It listens on "
         "127.0.0.1 and prints a one-time login link; another host needs a configured token.",
     )
-    ui.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; others need a configured token)")
+    ui.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; others need a configured token)"
+    )
     ui.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks a free one)")
     ui.set_defaults(handler=_ui, interactive=True)

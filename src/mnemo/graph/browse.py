@@ -117,7 +117,9 @@ class MemoryFilter:
             return False
         if self.source and memory.source != self.source:
             return False
-        if (self.since is not None and memory.created_at < self.since) or (self.until is not None and memory.created_at > self.until):
+        if (self.since is not None and memory.created_at < self.since) or (
+            self.until is not None and memory.created_at > self.until
+        ):
             return False
         return self.status is None or self.status in statuses(memory, disputed)
 
@@ -152,9 +154,17 @@ def page(graph: MemoryGraph, where: MemoryFilter = MemoryFilter(), *, offset: in
     """The memories of ``graph``'s scope that pass ``where``, newest first, ``limit`` from ``offset``."""
     offset, limit = _check_window(offset, limit)
     clauses, params = where.sql()
-    sql = f"{SELECT_MEMORY} WHERE {' AND '.join([SCOPE_CLAUSE, *clauses])} ORDER BY m.created_at DESC, m.seq DESC LIMIT ? OFFSET ?"
+    # The page's rows are picked first, on the scope's index alone (a deep offset then skips index entries,
+    # not whole rows with their computed columns), and only those rows are read in full.
+    order = "ORDER BY m.created_at DESC, m.seq DESC"
+    picked = (
+        f"SELECT m.seq FROM graph_memories m WHERE {' AND '.join([SCOPE_CLAUSE, *clauses])} {order} LIMIT ? OFFSET ?"
+    )
     with graph._lock:
-        rows = graph._conn.execute(sql, (*scope_params(graph.scope), *params, limit + 1, offset)).fetchall()
+        rows = graph._conn.execute(
+            f"{SELECT_MEMORY} WHERE m.seq IN ({picked}) {order}",
+            (*scope_params(graph.scope), *params, limit + 1, offset),
+        ).fetchall()
     found = tuple(row_to_memory(row) for row in rows[:limit])
     return MemoryPage(found, offset, limit, len(rows) > limit, disputed_among(graph, [m.id for m in found]))
 
@@ -165,12 +175,15 @@ def disputed_among(graph: MemoryGraph, memory_ids: Sequence[str]) -> frozenset[s
     if not ids:
         return frozenset()
     marks = ", ".join("?" * len(ids))
+    # The scope is checked here rather than in SQL: given both, SQLite walks the whole scope's index.
     with graph._lock:
         rows = graph._conn.execute(
-            f"SELECT m.id FROM graph_memories m WHERE m.id IN ({marks}) AND {SCOPE_CLAUSE} AND m.forgotten = 0 AND {_DISPUTED}",
-            (*ids, *scope_params(graph.scope)),
+            f"SELECT m.id, m.user_id, m.agent_id, m.channel_id FROM graph_memories m"
+            f" WHERE m.id IN ({marks}) AND m.forgotten = 0 AND {_DISPUTED}",
+            ids,
         ).fetchall()
-    return frozenset(row[0] for row in rows)
+    scope = scope_params(graph.scope)
+    return frozenset(row[0] for row in rows if tuple(row[1:]) == scope)
 
 
 def subjects(graph: MemoryGraph) -> list[str]:
@@ -202,9 +215,11 @@ def maintenance_state(graph: MemoryGraph, recent: int = 10) -> MaintenanceState:
             "SELECT last_pass_at, pass_at FROM graph_maintenance WHERE user_id = ? AND agent_id = ? AND channel_id = ?",
             params,
         ).fetchone()
+        # Newest log entries first, each checked for the scope (CROSS JOIN keeps SQLite walking the log, not
+        # every memory of the scope looking for entries).
         log = graph._conn.execute(
             "SELECT l.at, l.action, l.memory_id, l.other_id, l.detail FROM graph_maintenance_log l"
-            f" JOIN graph_memories m ON m.id = l.memory_id WHERE {SCOPE_CLAUSE} ORDER BY l.seq DESC LIMIT ?",
+            f" CROSS JOIN graph_memories m WHERE m.id = l.memory_id AND {SCOPE_CLAUSE} ORDER BY l.seq DESC LIMIT ?",
             (*params, recent),
         ).fetchall()
     entries = tuple({"at": iso(r[0]), "action": r[1], "memory": r[2], "other": r[3], "detail": r[4]} for r in log)

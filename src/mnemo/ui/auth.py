@@ -50,7 +50,12 @@ class Gate:
     at (its Host headers are derived from them)."""
 
     def __init__(
-        self, tokens: TokenMap, start_user: str, origins: Iterable[str] | None, *, clock: Callable[[], float] = time.time
+        self,
+        tokens: TokenMap,
+        start_user: str,
+        origins: Iterable[str] | None,
+        *,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.tokens = tokens
         self.start_user = start_user

@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ..archive.base import SessionNotFound
-from ..curated.entries import entry_id, joined_length
+from ..curated.entries import joined_length
 from ..curated.ops import Add, Remove, Replace
 from ..curated.store import TARGETS
 from ..doctor import diagnose
@@ -31,7 +31,7 @@ from .layout import scope_label
 from .workspace import Workspace
 
 PAGE_SIZE = 50
-SEARCH_LIMIT = 100
+SEARCH_LIMIT = 50
 MESSAGES_PER_PAGE = 200
 
 
@@ -110,13 +110,19 @@ def overview(request: Request) -> Response:
     entries = request.workspace.curated_entries()
     store = request.workspace.curated
     curated = {t: (len(e), joined_length(e), store.char_limit(t)) for t, e in entries.items()}
-    body = views.overview(graph.stats(), curated, maintenance_state(graph), request.scope)
+    body = views.overview(curated, maintenance_state(graph), request.scope)
     return Response(body=body, title="Overview", active="/")
+
+
+def counts(request: Request) -> Response:
+    return Response(body=views.counts(request.workspace.graph(request.scope).stats()), fragment=True)
 
 
 def doctor(request: Request) -> Response:
     settings = request.workspace.settings
-    report = diagnose(settings.home, user_id=settings.user_id, agent_id=request.scope.agent_id, channel_id=request.scope.channel_id)
+    report = diagnose(
+        settings.home, user_id=settings.user_id, agent_id=request.scope.agent_id, channel_id=request.scope.channel_id
+    )
     return Response(body=views.doctor(report), fragment=True)
 
 
@@ -144,10 +150,14 @@ def memories(request: Request) -> Response:
         # The same hybrid recall an agent gets, history and forgotten memories included so the status
         # filter can find them; without a status filter only what recall would serve is listed.
         everything = where.status is not None
-        results = graph.recall(query, limit=SEARCH_LIMIT, include_superseded=everything, include_forgotten=everything, touch=False)
+        results = graph.recall(
+            query, limit=SEARCH_LIMIT, include_superseded=everything, include_forgotten=everything, touch=False
+        )
         disputed = disputed_among(graph, [r.memory.id for r in results])
         kept = [r for r in results if where.admits(r.memory, r.memory.id in disputed)]
-        return Response(body=filters + views.search_results(kept, disputed, query), title="Memories", active="/memories")
+        return Response(
+            body=filters + views.search_results(kept, disputed, query), title="Memories", active="/memories"
+        )
     number = _int(request, "page", 1, minimum=1)
     found = page(graph, where, offset=(number - 1) * PAGE_SIZE, limit=PAGE_SIZE)
     kept_query = {k: v[0] for k, v in request.query.items() if v and k != "page"}
@@ -187,12 +197,16 @@ def curated(request: Request) -> Response:
     store = request.workspace.curated
     limits = {t: store.char_limit(t) for t in TARGETS}
     used = {t: joined_length(e) for t, e in entries.items()}
-    return Response(body=views.curated(entries, limits, used, request.session.csrf), title="Curated memory", active="/curated")
+    return Response(
+        body=views.curated(entries, limits, used, request.session.csrf), title="Curated memory", active="/curated"
+    )
 
 
 def curated_history(request: Request) -> Response:
     records = list(reversed(request.workspace.curated.history.records()))
-    return Response(body=views.curated_history(records, request.session.csrf), title="Curated history", active="/curated")
+    return Response(
+        body=views.curated_history(records, request.session.csrf), title="Curated history", active="/curated"
+    )
 
 
 def sessions(request: Request) -> Response:
@@ -215,18 +229,28 @@ def conversation(request: Request) -> Response:
         raise SessionNotFound(session_id)
     before, after = request.arg("before"), request.arg("after")
     if before:
-        messages = archive.messages(session_id, before_id=_int(request, "before", 0), limit=MESSAGES_PER_PAGE, newest_first=True)
+        messages = archive.messages(
+            session_id, before_id=_int(request, "before", 0), limit=MESSAGES_PER_PAGE, newest_first=True
+        )
     else:
-        messages = archive.messages(session_id, after_id=_int(request, "after", 0) if after else None, limit=MESSAGES_PER_PAGE)
+        messages = archive.messages(
+            session_id, after_id=_int(request, "after", 0) if after else None, limit=MESSAGES_PER_PAGE
+        )
     earlier = messages[0].id if messages and archive.messages(session_id, before_id=messages[0].id, limit=1) else None
     later = messages[-1].id if messages and archive.messages(session_id, after_id=messages[-1].id, limit=1) else None
     lineage = [s for s in (archive.get_session(i) for i in archive.lineage(session_id)) if s is not None]
     lineage.sort(key=lambda s: s.started_at)
-    return Response(body=views.conversation(info, messages, lineage, earlier, later), title=info.title or f"Session {info.id}", active="/sessions")
+    return Response(
+        body=views.conversation(info, messages, lineage, earlier, later),
+        title=info.title or f"Session {info.id}",
+        active="/sessions",
+    )
 
 
 def prompt(request: Request) -> Response:
-    return Response(body=views.prompt(request.workspace.prompt_blocks(request.scope)), title="Prompt preview", active="/prompt")
+    return Response(
+        body=views.prompt(request.workspace.prompt_blocks(request.scope)), title="Prompt preview", active="/prompt"
+    )
 
 
 # -- writes ---------------------------------------------------------------------------------------------
@@ -291,7 +315,9 @@ def curated_edit(request: Request) -> Response:
 
 
 def curated_restore(request: Request) -> Response:
-    outcome = request.workspace.curated.restore(request.arg("record"), whole=request.arg("whole") == "1", origin=_UI_ORIGIN)
+    outcome = request.workspace.curated.restore(
+        request.arg("record"), whole=request.arg("whole") == "1", origin=_UI_ORIGIN
+    )
     return redirect("/curated/history", outcome.message, request)
 
 
@@ -299,6 +325,7 @@ ROUTES: tuple[tuple[str, re.Pattern[str], Callable[[Request], Response]], ...] =
     (method, re.compile(f"^{pattern}$"), handler)
     for method, pattern, handler in (
         ("GET", "/", overview),
+        ("GET", "/overview/counts", counts),
         ("GET", "/doctor", doctor),
         ("GET", "/scope", scope_page),
         ("POST", "/scope", choose_scope),

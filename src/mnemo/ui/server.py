@@ -52,7 +52,9 @@ class UIServer:
     start URL (:attr:`start_url`) logs a browser in as ``settings.user_id``.
     """
 
-    def __init__(self, settings: Settings, *, host: str = "127.0.0.1", port: int = 0, tokens: TokenMap | None = None) -> None:
+    def __init__(
+        self, settings: Settings, *, host: str = "127.0.0.1", port: int = 0, tokens: TokenMap | None = None
+    ) -> None:
         tokens = tokens if tokens is not None else TokenMap(())
         if not is_loopback(host) and not tokens:
             raise ConfigError(
@@ -212,7 +214,9 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             if path == "/logout":
                 gate.close_session(cookie)
-                self._redirect("/login", {"Set-Cookie": f"{SESSION_COOKIE}=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict"})
+                self._redirect(
+                    "/login", {"Set-Cookie": f"{SESSION_COOKIE}=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict"}
+                )
                 return
         self._route(path, query, form, session)
 
@@ -287,7 +291,12 @@ class _Handler(BaseHTTPRequestHandler):
                 response = handler(request)
             except (MnemoError, PermissionError, sqlite3.Error) as exc:
                 status = _status_of(exc) if not isinstance(exc, sqlite3.Error) else HTTPStatus.INTERNAL_SERVER_ERROR
-                self._page(status, "Not done", views.error(str(exc).splitlines()[0] if str(exc) else type(exc).__name__), session)
+                self._page(
+                    status,
+                    "Not done",
+                    views.error(str(exc).splitlines()[0] if str(exc) else type(exc).__name__),
+                    session,
+                )
                 return
             self._respond(response, session)
             return

@@ -41,20 +41,9 @@ def status_chips(memory: Memory, disputed: bool) -> str:
 # -- overview ------------------------------------------------------------------------------------------
 
 
-def overview(stats: Mapping[str, Any], curated: Mapping[str, tuple[int, int, int]], maintenance: MaintenanceState,
-             scope: Scope) -> str:  # fmt: skip
-    """Counts, curated usage, maintenance; the doctor's findings load after the page (they take longer)."""
-    states = table(
-        ["state", "memories"],
-        [[esc(name), f"{stats[name]:,}"] for name in ("active", "superseded", "forgotten")]
-        + [["<strong>total</strong>", f"<strong>{stats['memories']:,}</strong>"]],
-    )
-    types = table(
-        ["type (active)", "memories"],
-        [[f'<a href="{url("/memories", type=kind, status="active")}">{esc(kind)}</a>', f"{count:,}"]
-         for kind, count in sorted(stats["by_type"].items(), key=lambda kv: -kv[1])],
-        empty="No active memories.",
-    )  # fmt: skip
+def overview(curated: Mapping[str, tuple[int, int, int]], maintenance: MaintenanceState, scope: Scope) -> str:
+    """Curated usage and maintenance at once; the memory counts and the doctor's findings load after the
+    page (counting a large graph, and the doctor's checks, take longer than a page should)."""
     usage = "".join(
         f'<section class="card"><h3>{esc(target.upper())}.md</h3>{bar(used, limit)}'
         f'<p class="small">{count} entries</p></section>'
@@ -67,16 +56,34 @@ def overview(stats: Mapping[str, Any], curated: Mapping[str, tuple[int, int, int
         empty="Maintenance has not changed anything yet.",
     )  # fmt: skip
     running = " (a pass is under way)" if maintenance.in_progress else ""
-    pending = stats.get("pending_embeddings")
     return (
-        f'<p class="lede">Scope in view: <strong>{esc(scope_label(scope))}</strong> (<a href="/scope">change</a>)'
-        f'{"" if not pending else f" · {pending:,} memories waiting for their vector"}</p>'
-        f'<div class="grid"><section class="card"><h2>Memories</h2>{states}</section>'
-        f'<section class="card"><h2>By type</h2>{types}</section></div>'
+        f'<p class="lede">Scope in view: <strong>{esc(scope_label(scope))}</strong> (<a href="/scope">change</a>)</p>'
+        '<div id="counts" data-src="/overview/counts"><p class="muted">Counting memories…</p></div>'
         f'<h2>Curated memory</h2><div class="grid">{usage}</div>'
         f"<h2>Maintenance</h2><p>Last pass: {when(maintenance.last_pass_at)}{esc(running)}</p>{log}"
-        # The review queue (writes held back for review) comes with provenance; its page will be linked here.
+        # The review queue (writes held back for review) comes with provenance; its count will show here.
         '<h2>Health</h2><div id="doctor" data-src="/doctor"><p class="muted">Running mnemo doctor…</p></div>'
+    )
+
+
+def counts(stats: Mapping[str, Any]) -> str:
+    """:meth:`MemoryGraph.stats` of the scope in view, as a fragment of the overview."""
+    states = table(
+        ["state", "memories"],
+        [[esc(name), f"{stats[name]:,}"] for name in ("active", "superseded", "forgotten")]
+        + [["<strong>total</strong>", f"<strong>{stats['memories']:,}</strong>"]],
+    )
+    types = table(
+        ["type (active)", "memories"],
+        [[f'<a href="{url("/memories", type=kind, status="active")}">{esc(kind)}</a>', f"{count:,}"]
+         for kind, count in sorted(stats["by_type"].items(), key=lambda kv: -kv[1])],
+        empty="No active memories.",
+    )  # fmt: skip
+    pending = stats.get("pending_embeddings")
+    waiting = f'<p class="muted small">{pending:,} memories waiting for their vector.</p>' if pending else ""
+    return (
+        f'<div class="grid"><section class="card"><h2>Memories</h2>{states}{waiting}</section>'
+        f'<section class="card"><h2>By type</h2>{types}</section></div>'
     )
 
 
@@ -140,16 +147,26 @@ def memory_table(found: MemoryPage, query: Mapping[str, str]) -> str:
     first = found.offset + 1 if found.memories else 0
     pager = []
     if found.offset > 0:
-        pager.append(f'<a rel="prev" href="{url("/memories", **{**query, "page": found.offset // found.limit})}">← newer</a>')
+        pager.append(
+            f'<a rel="prev" href="{url("/memories", **{**query, "page": found.offset // found.limit})}">← newer</a>'
+        )
     if found.has_more:
-        pager.append(f'<a rel="next" href="{url("/memories", **{**query, "page": found.offset // found.limit + 2})}">older →</a>')
+        pager.append(
+            f'<a rel="next" href="{url("/memories", **{**query, "page": found.offset // found.limit + 2})}">older →</a>'
+        )
     summary = f'<p class="muted">Newest first; {first:,}–{found.offset + len(found.memories):,} shown.</p>'
-    return summary + table(_COLUMNS, rows, empty="No memory matches.", cls="memories") + f'<nav class="pager">{" ".join(pager)}</nav>'
+    return (
+        summary
+        + table(_COLUMNS, rows, empty="No memory matches.", cls="memories")
+        + f'<nav class="pager">{" ".join(pager)}</nav>'
+    )
 
 
 def search_results(results: Sequence[RecallResult], disputed: frozenset[str], query: str) -> str:
     rows = [_memory_row(r.memory, r.memory.id in disputed, r.score, " + ".join(sorted(r.channels))) for r in results]
-    head = f'<p class="muted">{len(rows)} found by recall for “{esc(query)}”, best first (the filters apply to them).</p>'
+    head = (
+        f'<p class="muted">{len(rows)} found by recall for “{esc(query)}”, best first (the filters apply to them).</p>'
+    )
     return head + table([*_COLUMNS, "score", "found by"], rows, empty="Recall found nothing.", cls="memories")
 
 
@@ -162,16 +179,22 @@ def _importance_chart(chain: Sequence[Memory], memory: Memory) -> str:
     moment = memory.decayed_at or memory.updated_at
     points.append((max(moment, points[-1][0]), memory.importance))
     start, end = points[0][0], points[-1][0]
-    span = (end - start) or 1.0
-    coords = [(10 + 280 * (t - start) / span, 70 - 60 * value) for t, value in points]
+    if end > start:
+        xs = [10 + 280 * (t - start) / (end - start) for t, _ in points]
+    else:  # all at one moment (never decayed, one version): spread them so the line shows
+        xs = [10 + 280 * i / (len(points) - 1) for i in range(len(points))]
+    coords = [(x, 70 - 60 * value) for x, (_, value) in zip(xs, points)]
     line = " ".join(f"{x:.1f},{y:.1f}" for x, y in coords)
-    dots = "".join(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3"><title>{v:.2f}</title></circle>' for (x, y), (_, v) in zip(coords, points))
+    dots = "".join(
+        f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3"><title>{v:.2f}</title></circle>'
+        for (x, y), (_, v) in zip(coords, points)
+    )
     return (
         '<svg class="spark" viewBox="0 0 300 80" role="img" aria-label="importance over time">'
         '<line x1="10" y1="70" x2="290" y2="70" class="axis"/><line x1="10" y1="10" x2="290" y2="10" class="axis"/>'
         f'<polyline points="{line}"/>{dots}</svg>'
         f'<p class="small muted">written at {memory.original_importance:.2f}; now {memory.importance:.2f}'
-        f'{" (pinned: never decays)" if memory.pinned else ""}; last decayed {when(memory.decayed_at)}</p>'
+        f"{' (pinned: never decays)' if memory.pinned else ''}; last decayed {when(memory.decayed_at)}</p>"
     )
 
 
@@ -190,7 +213,9 @@ def _edge_graph(memory: Memory, edges: Sequence[Association], others: Mapping[st
         if other not in place:
             continue
         x, y = place[other]
-        lines.append(f'<line x1="{cx}" y1="{cy}" x2="{x:.0f}" y2="{y:.0f}" class="rel-{esc(edge.relation.value)}"><title>{esc(edge.relation.value)}</title></line>')
+        lines.append(
+            f'<line x1="{cx}" y1="{cy}" x2="{x:.0f}" y2="{y:.0f}" class="rel-{esc(edge.relation.value)}"><title>{esc(edge.relation.value)}</title></line>'
+        )
     for mid, (x, y) in place.items():
         label = excerpt(others[mid].content, 22) if mid in others else mid
         nodes.append(
@@ -227,8 +252,14 @@ def memory_detail(memory: Memory, disputed: bool, edges: Sequence[Association], 
     said_rows = []
     for source, message in said_in:
         where = url(f"/sessions/{source.session_id}") + (f"#m{source.message_id}" if source.message_id else "")
-        text = esc(excerpt(message.text, 200)) if message is not None else '<span class="muted">(not in the archive)</span>'
-        said_rows.append([f'<a href="{where}" class="said">{esc(source.session_id)}</a>', esc(message.role if message else ""), text])
+        text = (
+            esc(excerpt(message.text, 200))
+            if message is not None
+            else '<span class="muted">(not in the archive)</span>'
+        )
+        said_rows.append(
+            [f'<a href="{where}" class="said">{esc(source.session_id)}</a>', esc(message.role if message else ""), text]
+        )
     versions = []
     for version in chain:
         if version.id == memory.id:
@@ -238,20 +269,31 @@ def memory_detail(memory: Memory, disputed: bool, edges: Sequence[Association], 
             action = form(f"/memories/{chain[0].id}/restore", csrf, body, label="Restore this version")
         else:
             action = ""
-        versions.append([f'<a href="/memories/{esc(version.id)}">{esc(excerpt(version.content, 120))}</a>', when(version.created_at), f"{version.original_importance:.2f}", action])
+        versions.append(
+            [
+                f'<a href="/memories/{esc(version.id)}">{esc(excerpt(version.content, 120))}</a>',
+                when(version.created_at),
+                f"{version.original_importance:.2f}",
+                action,
+            ]
+        )
     undo = ""
     if memory.superseded_by is None and len(chain) > 1 and chain[0].id == memory.id:
         body = f'<input type="hidden" name="version" value="{esc(chain[1].id)}">'
         undo = form(f"/memories/{memory.id}/restore", csrf, body, label="Undo last edit", kind="secondary")
-    log = table(["when", "action", "other", "detail"], [[esc(e["at"]), esc(e["action"]), esc(e["other"] or ""), esc(e["detail"])] for e in maintenance], empty="Maintenance has not touched it.")
+    log = table(
+        ["when", "action", "other", "detail"],
+        [[esc(e["at"]), esc(e["action"]), esc(e["other"] or ""), esc(e["detail"])] for e in maintenance],
+        empty="Maintenance has not touched it.",
+    )
     return (
         f'<blockquote class="content">{esc(memory.content)}</blockquote>{newer}'
         f'<div class="grid"><section class="card">{facts}</section>'
         f'<section class="card"><h2>Importance over time</h2>{_importance_chart(chain, memory)}</section></div>'
-        f'<h2>Where it was said</h2>{table(["session", "role", "message"], said_rows, empty="Written directly, not extracted from a conversation.")}'
+        f"<h2>Where it was said</h2>{table(['session', 'role', 'message'], said_rows, empty='Written directly, not extracted from a conversation.')}"
         f'<h2>Associations</h2><div class="grid"><div>{_edge_graph(memory, edges, others)}</div>'
-        f'<div>{table(["relation", "memory", "weight", "origin"], edge_rows, empty="No edges.")}</div></div>'
-        f'<h2>Versions</h2>{table(["content", "written", "importance", ""], versions)}'
+        f"<div>{table(['relation', 'memory', 'weight', 'origin'], edge_rows, empty='No edges.')}</div></div>"
+        f"<h2>Versions</h2>{table(['content', 'written', 'importance', ''], versions)}"
         f'<section class="actions card"><h2>Change it</h2>{undo}{_edit_forms(memory, csrf)}</section>'
         f"<h2>Maintenance</h2>{log}"
     )
@@ -259,11 +301,23 @@ def memory_detail(memory: Memory, disputed: bool, edges: Sequence[Association], 
 
 def _edit_forms(memory: Memory, csrf: str) -> str:
     base = f"/memories/{memory.id}"
-    pin = form(f"{base}/pin", csrf, f'<input type="hidden" name="pinned" value="{0 if memory.pinned else 1}">', label="Unpin" if memory.pinned else "Pin")
+    pin = form(
+        f"{base}/pin",
+        csrf,
+        f'<input type="hidden" name="pinned" value="{0 if memory.pinned else 1}">',
+        label="Unpin" if memory.pinned else "Pin",
+    )
     if memory.forgotten:
         forget = form(f"{base}/unforget", csrf, "", label="Unforget")
     else:
-        forget = form(f"{base}/forget", csrf, "", label="Forget", kind="danger", confirm="Forget this memory? Recall will no longer find it (you can unforget it).")
+        forget = form(
+            f"{base}/forget",
+            csrf,
+            "",
+            label="Forget",
+            kind="danger",
+            confirm="Forget this memory? Recall will no longer find it (you can unforget it).",
+        )
     edit = ""
     if memory.superseded_by is None:
         edit = (
@@ -295,27 +349,45 @@ def recall(query: str, trace: RecallTrace | None) -> str:
         '<button type="submit">Recall</button></form>'
     )
     if trace is None:
-        return ask + '<p class="muted">Type what the user might say: you will see the message exactly as the model would get it, and why each memory was or was not in it.</p>'
+        return (
+            ask
+            + '<p class="muted">Type what the user might say: you will see the message exactly as the model would get it, and why each memory was or was not in it.</p>'
+        )
     channels = sorted({name for c in trace.candidates for name in c.result.channels})
     rows = []
     for c in trace.candidates:
         memory = c.result.memory
         ranks = [f"#{c.ranks[ch]} ({c.result.channels[ch]:.2f})" if ch in c.ranks else "–" for ch in channels]
         decay = "" if memory.base_importance is None else f" (from {memory.original_importance:.2f})"
-        verdict = '<span class="chip in">in context</span>' if c.in_context else f'<span class="muted">{esc(c.left_out or "")}</span>'
-        rows.append([str(c.position), memory_link(memory, 100), *ranks, f"{c.result.score:.3f}", f"{memory.importance:.2f}{esc(decay)}", verdict])
+        verdict = (
+            '<span class="chip in">in context</span>'
+            if c.in_context
+            else f'<span class="muted">{esc(c.left_out or "")}</span>'
+        )
+        rows.append(
+            [
+                str(c.position),
+                memory_link(memory, 100),
+                *ranks,
+                f"{c.result.score:.3f}",
+                f"{memory.importance:.2f}{esc(decay)}",
+                verdict,
+            ]
+        )
     return (
         ask + f'<h2>What the model gets</h2><pre class="prompt" id="prepared">{esc(trace.message)}</pre>'
         f'<p class="small muted">The graph adds at most {trace.enrich_limit} memories per turn within {trace.context_chars:,} characters; '
         "other providers' sections (if any) are in the block too.</p>"
-        f'<h2>Candidates</h2>{table(["#", "memory", *[f"{ch} rank" for ch in channels], "fused score", "importance", "verdict"], rows, empty="Recall found no candidate.", cls="candidates")}'
+        f"<h2>Candidates</h2>{table(['#', 'memory', *[f'{ch} rank' for ch in channels], 'fused score', 'importance', 'verdict'], rows, empty='Recall found no candidate.', cls='candidates')}"
     )
 
 
 # -- curated -------------------------------------------------------------------------------------------
 
 
-def curated(entries: Mapping[str, tuple[str, ...]], limits: Mapping[str, int], used: Mapping[str, int], csrf: str) -> str:
+def curated(
+    entries: Mapping[str, tuple[str, ...]], limits: Mapping[str, int], used: Mapping[str, int], csrf: str
+) -> str:
     """Both curated targets with usage bars, each entry editable, and a form to add one."""
     parts = []
     for target, items in entries.items():
@@ -335,7 +407,7 @@ def curated(entries: Mapping[str, tuple[str, ...]], limits: Mapping[str, int], u
         )
         parts.append(
             f'<section class="card curated" id="{esc(target)}"><h2>{esc(target.upper())}.md</h2>{bar(used[target], limits[target])}'
-            f'{table(["entry", ""], rows, empty="No entries.")}{add}</section>'
+            f"{table(['entry', ''], rows, empty='No entries.')}{add}</section>"
         )
     return '<p><a href="/curated/history">History and restore →</a></p>' + "".join(parts)
 
@@ -343,7 +415,11 @@ def curated(entries: Mapping[str, tuple[str, ...]], limits: Mapping[str, int], u
 def _diff(record: HistoryRecord) -> str:
     removed = "".join(f'<li class="del"><span class="sr">removed: </span>{esc(e)}</li>' for e in record.removed)
     added = "".join(f'<li class="add"><span class="sr">added: </span>{esc(e)}</li>' for e in record.added)
-    return f'<ul class="diff">{removed}{added}</ul>' if removed or added else '<p class="muted small">no change in entries</p>'
+    return (
+        f'<ul class="diff">{removed}{added}</ul>'
+        if removed or added
+        else '<p class="muted small">no change in entries</p>'
+    )
 
 
 def curated_history(records: Sequence[HistoryRecord], csrf: str) -> str:
@@ -353,7 +429,12 @@ def curated_history(records: Sequence[HistoryRecord], csrf: str) -> str:
         origin = ", ".join(f"{k}: {v}" for k, v in record.origin.items())
         restore = ""
         if record.removed:
-            restore = form("/curated/restore", csrf, f'<input type="hidden" name="record" value="{esc(record.id)}">', label="Restore what this removed")
+            restore = form(
+                "/curated/restore",
+                csrf,
+                f'<input type="hidden" name="record" value="{esc(record.id)}">',
+                label="Restore what this removed",
+            )
         whole = form("/curated/restore", csrf, f'<input type="hidden" name="record" value="{esc(record.id)}"><input type="hidden" name="whole" value="1">',
                      label="Set back to before this", kind="secondary", confirm="Set the file back to its entries before this write?")  # fmt: skip
         items.append(
@@ -369,7 +450,12 @@ def curated_history(records: Sequence[HistoryRecord], csrf: str) -> str:
 
 
 def _session_row(info: SessionInfo) -> list[str]:
-    return [f'<a href="/sessions/{esc(info.id)}">{esc(info.title or info.id)}</a>', esc(info.source), when(info.started_at), f"{info.message_count:,}"]
+    return [
+        f'<a href="/sessions/{esc(info.id)}">{esc(info.title or info.id)}</a>',
+        esc(info.source),
+        when(info.started_at),
+        f"{info.message_count:,}",
+    ]
 
 
 def sessions(query: str, listed: Sequence[SessionInfo], hits: Sequence[Hit] | None, offset: int, more: bool) -> str:
@@ -388,7 +474,9 @@ def sessions(query: str, listed: Sequence[SessionInfo], hits: Sequence[Hit] | No
         pager.append(f'<a rel="prev" href="{url("/sessions", offset=max(0, offset - 50))}">← newer</a>')
     if more:
         pager.append(f'<a rel="next" href="{url("/sessions", offset=offset + 50)}">older →</a>')
-    body = table(["session", "source", "started", "messages"], [_session_row(s) for s in listed], empty="No archived sessions.")
+    body = table(
+        ["session", "source", "started", "messages"], [_session_row(s) for s in listed], empty="No archived sessions."
+    )
     return ask + body + f'<nav class="pager">{" ".join(pager)}</nav>'
 
 
@@ -422,7 +510,7 @@ def conversation(info: SessionInfo, messages: Sequence[StoredMessage], lineage: 
         pager.append(f'<a rel="next" href="{url(f"/sessions/{info.id}", after=after)}">later messages →</a>')
     return (
         f'<p class="lede">{esc(info.source)} · started {when(info.started_at)} · {info.message_count:,} messages'
-        f'{f" · model {esc(info.model)}" if info.model else ""}</p>'
+        f"{f' · model {esc(info.model)}' if info.model else ''}</p>"
         f'<p>Lineage: {line}</p><nav class="pager">{" ".join(pager)}</nav>{turns or "<p class=muted>No messages.</p>"}'
     )
 
@@ -435,9 +523,17 @@ def prompt(blocks: Sequence[tuple[str, str]]) -> str:
     if not blocks:
         return '<p class="muted">Empty: no curated memory and nothing for the bulletin.</p>'
     total = len("\n\n".join(text for _, text in blocks))
-    sizes = table(["block", "characters"], [[esc(name), f"{len(text):,}"] for name, text in blocks] + [["<strong>total</strong>", f"<strong>{total:,}</strong>"]])
+    sizes = table(
+        ["block", "characters"],
+        [[esc(name), f"{len(text):,}"] for name, text in blocks]
+        + [["<strong>total</strong>", f"<strong>{total:,}</strong>"]],
+    )
     parts = "".join(f'<h2>{esc(name)}</h2><pre class="prompt">{esc(text)}</pre>' for name, text in blocks)
-    return "<p>What a new session would put in the system prompt (maintenance due at its start may still change the bulletin).</p>" + sizes + parts
+    return (
+        "<p>What a new session would put in the system prompt (maintenance due at its start may still change the bulletin).</p>"
+        + sizes
+        + parts
+    )
 
 
 def login(reason: str = "") -> str:

@@ -34,14 +34,13 @@
       });
     });
 
-    // The doctor's findings take a moment: the overview fetches them after it is shown.
-    const doctor = document.getElementById("doctor");
-    if (doctor && doctor.dataset.src) {
-      fetch(doctor.dataset.src, { credentials: "same-origin" })
+    // Parts that take a moment (a large graph's counts, the doctor's checks) load after the page is shown.
+    document.querySelectorAll("[data-src]").forEach(function (part) {
+      fetch(part.dataset.src, { credentials: "same-origin" })
         .then(function (r) { return r.ok ? r.text() : Promise.reject(r.status); })
-        .then(function (html) { doctor.innerHTML = html; })
-        .catch(function () { doctor.innerHTML = '<p class="error">mnemo doctor could not run.</p>'; });
-    }
+        .then(function (html) { part.innerHTML = html; })
+        .catch(function () { part.innerHTML = '<p class="error">This part could not be loaded.</p>'; });
+    });
 
     // A jump to a message (#m123) focuses it, so the keyboard continues from there.
     if (location.hash.startsWith("#m")) {
