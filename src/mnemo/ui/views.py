@@ -46,7 +46,7 @@ def overview(curated: Mapping[str, tuple[int, int, int]], maintenance: Maintenan
     page (counting a large graph, and the doctor's checks, take longer than a page should)."""
     usage = "".join(
         f'<section class="card"><h3>{esc(target.upper())}.md</h3>{bar(used, limit)}'
-        f'<p class="small">{count} entries</p></section>'
+        f'<p class="small">{count} {"entry" if count == 1 else "entries"}</p></section>'
         for target, (count, used, limit) in curated.items()
     )
     log = table(
