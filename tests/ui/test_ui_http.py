@@ -9,6 +9,7 @@ from urllib.parse import urlencode, urlsplit
 
 import pytest
 
+from mnemo.cli import main
 from mnemo.config import load_settings
 from mnemo.errors import ConfigError
 from mnemo.graph.store import MemoryGraph
@@ -174,3 +175,8 @@ def test_beyond_loopback_a_write_must_come_from_the_origin_its_host_names():
     assert gate.host_allowed("box.lan:8765")
     assert gate.write_refusal(same, session, session.csrf) is None
     assert gate.write_refusal(other, session, session.csrf) == "a request from another origin (or one naming none)"
+
+
+def test_the_command_refuses_another_host_without_a_token_in_one_line(tmp_path, capsys):
+    assert main(["--home", str(tmp_path), "ui", "--host", "0.0.0.0", "--port", "0"]) == 1
+    assert capsys.readouterr().err.strip().startswith("mnemo: mnemo ui listens on 0.0.0.0 only with a configured token")
