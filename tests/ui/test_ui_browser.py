@@ -22,6 +22,7 @@ from mnemo.graph.store import MemoryGraph
 
 from .seeding import ALICE_TOKEN, BOB_TOKEN, Seeded
 
+WAIT = 20  # seconds a page may take to arrive on a loaded machine before a test fails
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
 if CHROMIUM is None or CHROMEDRIVER is None:
@@ -73,7 +74,7 @@ def log_in(driver, server, token: str) -> None:
     driver.get(f"{server.url}/login")
     driver.find_element(By.NAME, "token").send_keys(token)
     driver.find_element(By.CSS_SELECTOR, "main form button").click()
-    WebDriverWait(driver, 10).until(expected_conditions.title_contains("Overview"))
+    WebDriverWait(driver, WAIT).until(expected_conditions.title_contains("Overview"))
 
 
 def go(driver, server, path: str) -> None:
@@ -93,7 +94,7 @@ def submit(driver, label: str) -> None:
     """Click the button labelled ``label`` and wait for the page it leads to."""
     button = driver.find_element(By.XPATH, f"//main//button[normalize-space()='{label}']")
     button.click()
-    WebDriverWait(driver, 10).until(expected_conditions.staleness_of(button))
+    WebDriverWait(driver, WAIT).until(expected_conditions.staleness_of(button))
 
 
 def graph_of(seeded: Seeded, user: str = "alice") -> MemoryGraph:
@@ -107,11 +108,11 @@ def graph_of(seeded: Seeded, user: str = "alice") -> MemoryGraph:
 def test_the_start_link_logs_in_and_shows_the_overview(browser, server, shots):
     browser.delete_all_cookies()
     browser.get(server.start_url)
-    WebDriverWait(browser, 10).until(expected_conditions.title_contains("Overview"))
-    WebDriverWait(browser, 10).until(
+    WebDriverWait(browser, WAIT).until(expected_conditions.title_contains("Overview"))
+    WebDriverWait(browser, WAIT).until(
         lambda d: "problem" in d.find_element(By.ID, "doctor").text or "checks" in d.find_element(By.ID, "doctor").text
     )
-    WebDriverWait(browser, 10).until(lambda d: "total" in d.find_element(By.ID, "counts").text)
+    WebDriverWait(browser, WAIT).until(lambda d: "total" in d.find_element(By.ID, "counts").text)
     assert "token=" not in browser.current_url
     assert "USER.md" in text(browser) and "preference" in browser.find_element(By.ID, "counts").text
     shoot(browser, shots, "overview")
@@ -147,7 +148,7 @@ def test_a_memory_leads_to_the_turn_it_was_said_in(browser, server, seeded, shot
     go(browser, server, f"/memories/{seeded.tea}")
     shoot(browser, shots, "memory")
     browser.find_element(By.CSS_SELECTOR, "a.said").click()
-    WebDriverWait(browser, 10).until(expected_conditions.url_contains("#m"))
+    WebDriverWait(browser, WAIT).until(expected_conditions.url_contains("#m"))
     turn = browser.find_element(By.ID, urlsplit(browser.current_url).fragment)
     assert "I prefer green tea over coffee" in turn.text and "user" in turn.text
     WebDriverWait(browser, 3).until(
@@ -195,7 +196,7 @@ def test_forget_hides_a_memory_from_search_and_unforget_brings_it_back(browser, 
     go(browser, server, f"/memories/{memory.id}")
     browser.find_element(By.XPATH, "//main//button[normalize-space()='Forget']").click()
     browser.switch_to.alert.accept()
-    WebDriverWait(browser, 10).until(lambda d: "Unforget" in d.find_element(By.TAG_NAME, "main").text)
+    WebDriverWait(browser, WAIT).until(lambda d: "Unforget" in d.find_element(By.TAG_NAME, "main").text)
     go(browser, server, "/memories?q=wifi+password+hint")
     assert "wifi password" not in rows(browser)
     go(browser, server, f"/memories/{memory.id}")
@@ -213,7 +214,7 @@ def test_relate_draws_an_edge_to_walk(browser, server, seeded):
     browser.find_element(By.NAME, "target").send_keys(second.id)
     submit(browser, "Relate")
     browser.find_element(By.CSS_SELECTOR, f'svg.edges a[href="/memories/{second.id}"]').click()
-    WebDriverWait(browser, 10).until(expected_conditions.url_contains(second.id))
+    WebDriverWait(browser, WAIT).until(expected_conditions.url_contains(second.id))
     assert "orchids" in browser.find_element(By.CSS_SELECTOR, "blockquote.content").text
 
 
@@ -239,7 +240,7 @@ def test_a_removed_curated_entry_is_restored_from_its_history(browser, server, s
     shoot(browser, shots, "curated")
     section = browser.find_element(By.ID, "memory")
     section.find_element(By.XPATH, ".//button[normalize-space()='Remove']").click()
-    WebDriverWait(browser, 10).until(lambda d: "Deploys happen on Tuesdays" not in d.find_element(By.ID, "memory").text)
+    WebDriverWait(browser, WAIT).until(lambda d: "Deploys happen on Tuesdays" not in d.find_element(By.ID, "memory").text)
     go(browser, server, "/curated/history")
     shoot(browser, shots, "curated-history")
     submit(browser, "Restore what this removed")
@@ -273,7 +274,7 @@ def test_keyboard_slash_focuses_search_and_g_m_opens_memories(browser, server):
     body = browser.find_element(By.TAG_NAME, "body")
     body.send_keys("g")
     body.send_keys("m")
-    WebDriverWait(browser, 10).until(expected_conditions.title_contains("Memories"))
+    WebDriverWait(browser, WAIT).until(expected_conditions.title_contains("Memories"))
 
 
 # -- who sees what ---------------------------------------------------------------------------------------
@@ -322,7 +323,7 @@ def test_a_form_on_another_site_cannot_change_memory(browser, server, seeded):
     thread.start()
     try:
         browser.get(f"http://localhost:{hostile.server_address[1]}/")
-        WebDriverWait(browser, 10).until(expected_conditions.title_contains("Refused"))
+        WebDriverWait(browser, WAIT).until(expected_conditions.title_contains("Refused"))
     finally:
         hostile.shutdown()
         hostile.server_close()
