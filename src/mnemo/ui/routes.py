@@ -115,7 +115,9 @@ def overview(request: Request) -> Response:
 
 
 def counts(request: Request) -> Response:
-    return Response(body=views.counts(request.workspace.graph(request.scope).stats()), fragment=True)
+    stats = request.workspace.graph(request.scope).stats()
+    messages = request.workspace.archive(request.scope).count_messages()
+    return Response(body=views.counts(stats, messages), fragment=True)
 
 
 def doctor(request: Request) -> Response:

@@ -66,8 +66,8 @@ def overview(curated: Mapping[str, tuple[int, int, int]], maintenance: Maintenan
     )
 
 
-def counts(stats: Mapping[str, Any]) -> str:
-    """:meth:`MemoryGraph.stats` of the scope in view, as a fragment of the overview."""
+def counts(stats: Mapping[str, Any], messages: int) -> str:
+    """:meth:`MemoryGraph.stats` of the scope in view and its archived messages, as a fragment of the overview."""
     states = table(
         ["state", "memories"],
         [[esc(name), f"{stats[name]:,}"] for name in ("active", "superseded", "forgotten")]
@@ -84,6 +84,7 @@ def counts(stats: Mapping[str, Any]) -> str:
     return (
         f'<div class="grid"><section class="card"><h2>Memories</h2>{states}{waiting}</section>'
         f'<section class="card"><h2>By type</h2>{types}</section></div>'
+        f'<p>Session archive: <a href="/sessions">{messages:,} messages</a>.</p>'
     )
 
 
