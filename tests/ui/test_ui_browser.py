@@ -240,7 +240,9 @@ def test_a_removed_curated_entry_is_restored_from_its_history(browser, server, s
     shoot(browser, shots, "curated")
     section = browser.find_element(By.ID, "memory")
     section.find_element(By.XPATH, ".//button[normalize-space()='Remove']").click()
-    WebDriverWait(browser, WAIT).until(lambda d: "Deploys happen on Tuesdays" not in d.find_element(By.ID, "memory").text)
+    WebDriverWait(browser, WAIT).until(
+        lambda d: "Deploys happen on Tuesdays" not in d.find_element(By.ID, "memory").text
+    )
     go(browser, server, "/curated/history")
     shoot(browser, shots, "curated-history")
     submit(browser, "Restore what this removed")

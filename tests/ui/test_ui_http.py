@@ -9,6 +9,7 @@ from urllib.parse import urlencode, urlsplit
 
 import pytest
 
+from mnemo.archive import open_archive
 from mnemo.cli import main
 from mnemo.config import load_settings
 from mnemo.errors import ConfigError
@@ -16,6 +17,7 @@ from mnemo.graph.store import MemoryGraph
 from mnemo.tokens import TokenMap
 from mnemo.ui import UIServer
 from mnemo.ui.auth import Gate
+from mnemo.ui.views import session_path
 
 from .seeding import ALICE_TOKEN, BOB_TOKEN, Seeded
 
@@ -180,3 +182,15 @@ def test_beyond_loopback_a_write_must_come_from_the_origin_its_host_names():
 def test_the_command_refuses_another_host_without_a_token_in_one_line(tmp_path, capsys):
     assert main(["--home", str(tmp_path), "ui", "--host", "0.0.0.0", "--port", "0"]) == 1
     assert capsys.readouterr().err.strip().startswith("mnemo: mnemo ui listens on 0.0.0.0 only with a configured token")
+
+
+def test_a_session_whose_id_holds_slashes_and_hashes_has_its_own_page(server, seeded):
+    settings = load_settings(seeded.home)
+    with open_archive(settings.database_target, scope=settings.scope) as archive:
+        archive.start_session("team/alpha #1", source="cli")
+        archive.append("team/alpha #1", {"role": "user", "content": "the alpha channel's first message"})
+    client = Client(server).login(ALICE_TOKEN)
+    _, _, listing = client.request("GET", "/sessions")
+    assert session_path("team/alpha #1") in listing
+    status, _, text = client.request("GET", session_path("team/alpha #1"))
+    assert status == 200 and "the alpha channel&#x27;s first message" in text

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 from ..archive.base import SessionNotFound
 from ..curated.entries import joined_length
@@ -51,6 +51,11 @@ class Request:
         """A query (GET) or form (POST) field, first value, stripped."""
         values = (self.form if self.method == "POST" else self.query).get(name)
         return values[0].strip() if values else default
+
+    def param(self, name: str) -> str:
+        """A part of the path the route captured, percent-decoded."""
+        assert self.match is not None
+        return unquote(self.match[name])
 
     def args(self, name: str) -> list[str]:
         return [v for v in self.query.get(name, []) if v]
@@ -168,7 +173,7 @@ def memories(request: Request) -> Response:
 
 def memory(request: Request) -> Response:
     graph = request.workspace.graph(request.scope)
-    found = graph.get(request.match["id"])
+    found = graph.get(request.param("id"))
     edges = graph.associations(found.id)
     others = {}
     for edge in edges:
@@ -225,7 +230,7 @@ def sessions(request: Request) -> Response:
 
 def conversation(request: Request) -> Response:
     archive = request.workspace.archive(request.scope)
-    session_id = request.match["id"]
+    session_id = request.param("id")
     info = archive.get_session(session_id)
     if info is None:
         raise SessionNotFound(session_id)
@@ -261,7 +266,7 @@ def prompt(request: Request) -> Response:
 def _memory_write(change: Callable[[Any, str, Request], Any], note: str) -> Callable[[Request], Response]:
     def route(request: Request) -> Response:
         graph = request.workspace.graph(request.scope)
-        changed = change(graph, request.match["id"], request)
+        changed = change(graph, request.param("id"), request)
         return redirect(f"/memories/{quote(changed.id, safe='')}", note, request)
 
     return route
@@ -308,7 +313,7 @@ _UI_ORIGIN = {"via": "ui"}
 
 def curated_edit(request: Request) -> Response:
     target = request.arg("target")
-    action = request.match["action"]
+    action = request.param("action")
     op = {"add": lambda: Add(request.arg("content")),
           "replace": lambda: Replace("", request.arg("content"), entry_id=request.arg("entry")),
           "remove": lambda: Remove("", entry_id=request.arg("entry"))}[action]()  # fmt: skip

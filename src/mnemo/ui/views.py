@@ -7,6 +7,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
+from urllib.parse import quote
 
 from ..archive.records import Hit, SessionInfo, StoredMessage
 from ..archive.search import HIGHLIGHT
@@ -28,6 +29,11 @@ def excerpt(text: str, limit: int = EXCERPT) -> str:
     """``text`` on one line, cut to ``limit`` characters."""
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def session_path(session_id: str) -> str:
+    """The URL path of a session's page (an id may hold any character, ``/`` and ``#`` included)."""
+    return f"/sessions/{quote(session_id, safe='')}"
 
 
 def memory_link(memory: Memory, limit: int = EXCERPT) -> str:
@@ -252,7 +258,7 @@ def memory_detail(memory: Memory, disputed: bool, edges: Sequence[Association], 
         edge_rows.append([esc(arrow), target, f"{e.weight:.2f}", esc(e.origin or "")])
     said_rows = []
     for source, message in said_in:
-        where = url(f"/sessions/{source.session_id}") + (f"#m{source.message_id}" if source.message_id else "")
+        where = esc(session_path(source.session_id)) + (f"#m{source.message_id}" if source.message_id else "")
         text = (
             esc(excerpt(message.text, 200))
             if message is not None
@@ -452,7 +458,7 @@ def curated_history(records: Sequence[HistoryRecord], csrf: str) -> str:
 
 def _session_row(info: SessionInfo) -> list[str]:
     return [
-        f'<a href="/sessions/{esc(info.id)}">{esc(info.title or info.id)}</a>',
+        f'<a href="{esc(session_path(info.id))}">{esc(info.title or info.id)}</a>',
         esc(info.source),
         when(info.started_at),
         f"{info.message_count:,}",
@@ -467,7 +473,7 @@ def sessions(query: str, listed: Sequence[SessionInfo], hits: Sequence[Hit] | No
         '<button type="submit">Search</button></form>'
     )
     if hits is not None:
-        rows = [[f'<a href="/sessions/{esc(h.session.id)}#m{h.message.id}">{esc(h.session.title or h.session.id)}</a>', esc(h.message.role),
+        rows = [[f'<a href="{esc(session_path(h.session.id))}#m{h.message.id}">{esc(h.session.title or h.session.id)}</a>', esc(h.message.role),
                  when(h.message.created_at), f'<span class="snippet">{_snippet(h.snippet)}</span>'] for h in hits]  # fmt: skip
         return ask + table(["session", "role", "when", "message"], rows, empty="No archived message matches.")
     pager = []
@@ -496,7 +502,7 @@ def conversation(info: SessionInfo, messages: Sequence[StoredMessage], lineage: 
                  before: int | None, after: int | None) -> str:  # fmt: skip
     """One session's messages in order, each addressable as ``#m<id>``, and the sessions of its lineage."""
     line = " → ".join(
-        f'<strong>{esc(s.title or s.id)}</strong>' if s.id == info.id else f'<a href="/sessions/{esc(s.id)}">{esc(s.title or s.id)}</a>'
+        f'<strong>{esc(s.title or s.id)}</strong>' if s.id == info.id else f'<a href="{esc(session_path(s.id))}">{esc(s.title or s.id)}</a>'
         for s in lineage
     )  # fmt: skip
     turns = "".join(
@@ -506,9 +512,9 @@ def conversation(info: SessionInfo, messages: Sequence[StoredMessage], lineage: 
     )  # fmt: skip
     pager = []
     if before is not None:
-        pager.append(f'<a rel="prev" href="{url(f"/sessions/{info.id}", before=before)}">← earlier messages</a>')
+        pager.append(f'<a rel="prev" href="{url(session_path(info.id), before=before)}">← earlier messages</a>')
     if after is not None:
-        pager.append(f'<a rel="next" href="{url(f"/sessions/{info.id}", after=after)}">later messages →</a>')
+        pager.append(f'<a rel="next" href="{url(session_path(info.id), after=after)}">later messages →</a>')
     return (
         f'<p class="lede">{esc(info.source)} · started {when(info.started_at)} · {info.message_count:,} messages'
         f"{f' · model {esc(info.model)}' if info.model else ''}</p>"
