@@ -60,6 +60,9 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ".loop": (
         "Conversation", "ToolEvent", "Turn",
     ),
+    ".recollection": (
+        "Recalled", "RecalledMessage",
+    ),
     ".providers": (
         "BaseProvider", "ConfigField", "LifecycleHooks", "MemoryProvider", "ProviderCapabilities", "ProviderError",
         "ProviderRegistry",
@@ -155,6 +158,10 @@ if TYPE_CHECKING:
         ScriptedLLM,
         ScriptedToolCall,
         ToolCall,
+    )
+    from .recollection import (
+        Recalled,
+        RecalledMessage,
     )
     from .loop import (
         Conversation,
@@ -252,7 +259,9 @@ __all__ = [
     "ProviderCapabilities",
     "ProviderError",
     "ProviderRegistry",
+    "Recalled",
     "RecalledMemory",
+    "RecalledMessage",
     "Relation",
     "Remove",
     "Replace",

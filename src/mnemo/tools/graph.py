@@ -8,15 +8,20 @@ error names the field to fix; refusals from the graph (unknown ids, blocked cont
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import InvalidArgument, MnemoError, excerpt
 from ..graph.errors import BlockedContent
-from ..graph.recalled import DEFAULT_RECALL_LIMIT, MAX_RECALL_LIMIT, recall_memories
+from ..graph.recalled import DEFAULT_RECALL_LIMIT, MAX_RECALL_LIMIT
 from ..graph.store import MemoryGraph
 from ..graph.types import MemoryType, Relation
+from ..recollection import recall_everything
 from ..safety.scan import finding_labels
 from ._json import failure, parameters_of, parse_arguments, success
+
+if TYPE_CHECKING:
+    from ..archive import Archive
 
 _TYPES = [t.value for t in MemoryType]
 _RELATIONS = [r.value for r in Relation]
@@ -39,9 +44,10 @@ def _schema(name: str, description: str, properties: dict[str, Any], required: l
 
 RECALL_TOOL_SCHEMA = _schema(
     "recall",
-    "Search your long-term memory graph for memories relevant to a question or topic. Returns the newest "
-    "version of each matching memory with its id, type, date and content. Use it before answering questions "
-    "about the user, past decisions or earlier work that are not in the conversation.",
+    "Search your long-term memory for what is relevant to a question or topic: memories (the newest version "
+    "of each, with its id, type, date and content) and passages of earlier conversations (kind 'message', "
+    "with the session they were said in). Use it before answering questions about the user, past decisions "
+    "or earlier work that are not in the conversation.",
     {
         "query": {"type": "string", "description": "What you want to remember, in plain words."},
         "types": {"type": "array", "items": {"type": "string", "enum": _TYPES}, "description": "Only these memory types."},
@@ -132,19 +138,29 @@ def _optional_string(args: Mapping[str, Any], name: str) -> str | None:
     return value
 
 
-def _recall(graph: MemoryGraph, args: dict[str, Any]) -> str:
+class _Sessions(NamedTuple):
+    """The archive ``recall`` also searches, and what of it the model still holds (see
+    :func:`~mnemo.recollection.recall_everything`)."""
+
+    archive: Archive | None = None
+    in_context: tuple[str, int] | None = None
+
+
+def _recall(graph: MemoryGraph, args: dict[str, Any], sessions: _Sessions = _Sessions()) -> str:
     _check_required(args, RECALL_TOOL_SCHEMA)
-    found = recall_memories(
+    found = recall_everything(
         graph,
+        sessions.archive,
         args["query"],
+        in_context=sessions.in_context,
         limit=args.get("limit", DEFAULT_RECALL_LIMIT),
         types=args.get("types"),
         since=_optional_string(args, "since"),
         until=_optional_string(args, "until"),
         include_history=args.get("include_history", False),
     )
-    message = f"{len(found)} memories found." if found else "No matching memories."
-    return success(count=len(found), results=[memory.as_tool_dict() for memory in found], message=message)
+    message = f"{len(found)} found." if found else "Nothing matching found."
+    return success(count=len(found), results=[item.as_tool_dict() for item in found], message=message)
 
 
 def _remember(graph: MemoryGraph, args: dict[str, Any]) -> str:
@@ -195,9 +211,18 @@ _HANDLERS: dict[str, Callable[[MemoryGraph, dict[str, Any]], str]] = {
 _FIELD_NAMES = {"source_id": "source", "target_id": "target", "memory_type": "type"}
 
 
-def handle_graph_call(graph: MemoryGraph, name: str, arguments: Any) -> str:
-    """Run the graph tool ``name`` against ``graph``; return the JSON result for the model."""
-    handler = _HANDLERS.get(name)
+def handle_graph_call(
+    graph: MemoryGraph,
+    name: str,
+    arguments: Any,
+    *,
+    archive: Archive | None = None,
+    in_context: tuple[str, int] | None = None,
+) -> str:
+    """Run the graph tool ``name`` against ``graph``; return the JSON result for the model. ``recall`` also
+    searches ``archive``'s earlier sessions, leaving out ``in_context`` (``(session_id, message_id)``: that
+    session's messages after that id)."""
+    handler = partial(_recall, sessions=_Sessions(archive, in_context)) if name == "recall" else _HANDLERS.get(name)
     if handler is None:
         return failure(f"unknown graph tool {excerpt(name)} (tools: {', '.join(_HANDLERS)})")
     try:
