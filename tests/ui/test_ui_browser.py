@@ -31,7 +31,7 @@ if CHROMIUM is None or CHROMEDRIVER is None:
         allow_module_level=True,
     )
 webdriver = pytest.importorskip("selenium.webdriver", reason="the browser tests need selenium (the test extra)")
-from selenium.common.exceptions import NoSuchElementException  # noqa: E402
+from selenium.common.exceptions import NoSuchElementException, WebDriverException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support import expected_conditions  # noqa: E402
 from selenium.webdriver.support.wait import WebDriverWait  # noqa: E402
@@ -74,7 +74,12 @@ def log_in(driver, server, token: str) -> None:
     driver.get(f"{server.url}/login")
     driver.find_element(By.NAME, "token").send_keys(token)
     driver.find_element(By.CSS_SELECTOR, "main form button").click()
-    WebDriverWait(driver, WAIT).until(expected_conditions.title_contains("Overview"))
+    wait(driver).until(expected_conditions.title_contains("Overview"))
+
+
+def wait(driver) -> WebDriverWait:
+    """A wait that looks again when the page it looked at was replaced meanwhile (a form's redirect)."""
+    return WebDriverWait(driver, WAIT, ignored_exceptions=(WebDriverException,))
 
 
 def go(driver, server, path: str) -> None:
@@ -91,10 +96,16 @@ def rows(driver) -> str:
 
 
 def submit(driver, label: str) -> None:
-    """Click the button labelled ``label`` and wait for the page it leads to."""
-    button = driver.find_element(By.XPATH, f"//main//button[normalize-space()='{label}']")
-    button.click()
-    WebDriverWait(driver, WAIT).until(expected_conditions.staleness_of(button))
+    """Click the button labelled ``label`` and wait for the page it leads to: the old document carries a mark
+    the new one lacks (asking about the clicked element instead races the navigation in chromedriver)."""
+    driver.execute_script("window.mnemoOldPage = true")
+    driver.find_element(By.XPATH, f"//main//button[normalize-space()='{label}']").click()
+    arrived(driver)
+
+
+def arrived(driver) -> None:
+    """Wait until the document with the mark :func:`submit` set is replaced and the new one has loaded."""
+    wait(driver).until(lambda d: d.execute_script("return !window.mnemoOldPage && document.readyState === 'complete'"))
 
 
 def graph_of(seeded: Seeded, user: str = "alice") -> MemoryGraph:
@@ -108,11 +119,11 @@ def graph_of(seeded: Seeded, user: str = "alice") -> MemoryGraph:
 def test_the_start_link_logs_in_and_shows_the_overview(browser, server, shots):
     browser.delete_all_cookies()
     browser.get(server.start_url)
-    WebDriverWait(browser, WAIT).until(expected_conditions.title_contains("Overview"))
-    WebDriverWait(browser, WAIT).until(
+    wait(browser).until(expected_conditions.title_contains("Overview"))
+    wait(browser).until(
         lambda d: "problem" in d.find_element(By.ID, "doctor").text or "checks" in d.find_element(By.ID, "doctor").text
     )
-    WebDriverWait(browser, WAIT).until(lambda d: "total" in d.find_element(By.ID, "counts").text)
+    wait(browser).until(lambda d: "total" in d.find_element(By.ID, "counts").text)
     assert "token=" not in browser.current_url
     assert "USER.md" in text(browser) and "preference" in browser.find_element(By.ID, "counts").text
     shoot(browser, shots, "overview")
@@ -147,8 +158,9 @@ def test_a_memory_leads_to_the_turn_it_was_said_in(browser, server, seeded, shot
     log_in(browser, server, ALICE_TOKEN)
     go(browser, server, f"/memories/{seeded.tea}")
     shoot(browser, shots, "memory")
+    browser.execute_script("window.mnemoOldPage = true")
     browser.find_element(By.CSS_SELECTOR, "a.said").click()
-    WebDriverWait(browser, WAIT).until(expected_conditions.url_contains("#m"))
+    arrived(browser)
     turn = browser.find_element(By.ID, urlsplit(browser.current_url).fragment)
     assert "I prefer green tea over coffee" in turn.text and "user" in turn.text
     WebDriverWait(browser, 3).until(
@@ -196,7 +208,7 @@ def test_forget_hides_a_memory_from_search_and_unforget_brings_it_back(browser, 
     go(browser, server, f"/memories/{memory.id}")
     browser.find_element(By.XPATH, "//main//button[normalize-space()='Forget']").click()
     browser.switch_to.alert.accept()
-    WebDriverWait(browser, WAIT).until(lambda d: "Unforget" in d.find_element(By.TAG_NAME, "main").text)
+    wait(browser).until(lambda d: "Unforget" in d.find_element(By.TAG_NAME, "main").text)
     go(browser, server, "/memories?q=wifi+password+hint")
     assert "wifi password" not in rows(browser)
     go(browser, server, f"/memories/{memory.id}")
@@ -213,8 +225,10 @@ def test_relate_draws_an_edge_to_walk(browser, server, seeded):
     go(browser, server, f"/memories/{first.id}")
     browser.find_element(By.NAME, "target").send_keys(second.id)
     submit(browser, "Relate")
+    browser.execute_script("window.mnemoOldPage = true")
     browser.find_element(By.CSS_SELECTOR, f'svg.edges a[href="/memories/{second.id}"]').click()
-    WebDriverWait(browser, WAIT).until(expected_conditions.url_contains(second.id))
+    arrived(browser)
+    assert browser.current_url.endswith(f"/memories/{second.id}")
     assert "orchids" in browser.find_element(By.CSS_SELECTOR, "blockquote.content").text
 
 
@@ -230,8 +244,18 @@ def test_the_recall_debugger_shows_the_block_the_model_gets_and_each_candidate(b
     prepared = browser.find_element(By.ID, "prepared").text
     assert prepared.startswith("where does my sister live?") and "<memory-context>" in prepared and "Lisbon" in prepared
     first = browser.find_elements(By.CSS_SELECTOR, "table.candidates tbody tr")[0].text
-    assert "Lisbon" in first and "in context" in first
+    assert "Lisbon" in first and "in context" in first and "fts rank" in text(browser)
     shoot(browser, shots, "recall")
+
+
+def test_the_recall_debugger_ranks_earlier_sessions_messages_beside_memories(browser, server):
+    log_in(browser, server, ALICE_TOKEN)
+    go(browser, server, "/recall?q=PostgreSQL+for+billing")
+    candidates = [row.text for row in browser.find_elements(By.CSS_SELECTOR, "table.candidates tbody tr")]
+    assert any(row.startswith("1 memory") and "PostgreSQL" in row for row in candidates)
+    # The assistant's reply was never made a memory: recall finds the archived message itself.
+    assert any("message assistant: PostgreSQL for billing, then." in row for row in candidates)
+    assert "earlier session alice-trip" in browser.find_element(By.ID, "prepared").text
 
 
 def test_a_removed_curated_entry_is_restored_from_its_history(browser, server, seeded, shots):
@@ -240,9 +264,7 @@ def test_a_removed_curated_entry_is_restored_from_its_history(browser, server, s
     shoot(browser, shots, "curated")
     section = browser.find_element(By.ID, "memory")
     section.find_element(By.XPATH, ".//button[normalize-space()='Remove']").click()
-    WebDriverWait(browser, WAIT).until(
-        lambda d: "Deploys happen on Tuesdays" not in d.find_element(By.ID, "memory").text
-    )
+    wait(browser).until(lambda d: "Deploys happen on Tuesdays" not in d.find_element(By.ID, "memory").text)
     go(browser, server, "/curated/history")
     shoot(browser, shots, "curated-history")
     submit(browser, "Restore what this removed")
@@ -276,7 +298,7 @@ def test_keyboard_slash_focuses_search_and_g_m_opens_memories(browser, server):
     body = browser.find_element(By.TAG_NAME, "body")
     body.send_keys("g")
     body.send_keys("m")
-    WebDriverWait(browser, WAIT).until(expected_conditions.title_contains("Memories"))
+    wait(browser).until(expected_conditions.title_contains("Memories"))
 
 
 # -- who sees what ---------------------------------------------------------------------------------------
@@ -325,7 +347,7 @@ def test_a_form_on_another_site_cannot_change_memory(browser, server, seeded):
     thread.start()
     try:
         browser.get(f"http://localhost:{hostile.server_address[1]}/")
-        WebDriverWait(browser, WAIT).until(expected_conditions.title_contains("Refused"))
+        wait(browser).until(expected_conditions.title_contains("Refused"))
     finally:
         hostile.shutdown()
         hostile.server_close()

@@ -18,6 +18,7 @@ from ..graph.browse import MaintenanceState, MemoryFilter, MemoryPage, Status, s
 from ..graph.extraction import SourceMessage
 from ..graph.recall import RecallResult
 from ..graph.types import Association, Memory, MemoryType, Relation
+from ..recollection import RecalledMessage
 from ..scope import Scope
 from .layout import bar, chip, esc, form, options, scope_label, table, url, when
 from .workspace import RecallTrace
@@ -360,32 +361,48 @@ def recall(query: str, trace: RecallTrace | None) -> str:
             ask
             + '<p class="muted">Type what the user might say: you will see the message exactly as the model would get it, and why each memory was or was not in it.</p>'
         )
-    channels = sorted({name for c in trace.candidates for name in c.result.channels})
+    channels = sorted({name for c in trace.candidates if c.result is not None for name in c.result.channels})
     rows = []
     for c in trace.candidates:
-        memory = c.result.memory
-        ranks = [f"#{c.ranks[ch]} ({c.result.channels[ch]:.2f})" if ch in c.ranks else "–" for ch in channels]
-        decay = "" if memory.base_importance is None else f" (from {memory.original_importance:.2f})"
         verdict = (
             '<span class="chip in">in context</span>'
             if c.in_context
             else f'<span class="muted">{esc(c.left_out or "")}</span>'
         )
+        if isinstance(c.item, RecalledMessage):
+            where = f"{esc(session_path(c.item.session_id))}#m{c.item.message_id}"
+            what = f'{chip("message")} <a href="{where}">{esc(c.item.role)}: {esc(excerpt(c.item.passage, 100))}</a>'
+            rows.append([str(c.position), what, *["–" for _ in channels], f"{c.item.score:.3f}", "", verdict])
+            continue
+        memory = c.result.memory if c.result is not None else None
+        ranks = [
+            f"#{c.ranks[ch]} ({c.result.channels[ch]:.2f})" if ch in c.ranks and c.result else "–" for ch in channels
+        ]
+        decay = "" if memory is None or memory.base_importance is None else f" (from {memory.original_importance:.2f})"
+        link = f'<a href="/memories/{esc(c.item.id)}">{esc(excerpt(c.item.content, 100))}</a>'
         rows.append(
             [
                 str(c.position),
-                memory_link(memory, 100),
+                f"{chip('memory')} {link}",
                 *ranks,
-                f"{c.result.score:.3f}",
-                f"{memory.importance:.2f}{esc(decay)}",
+                f"{c.item.score:.3f}",
+                f"{c.item.importance:.2f}{esc(decay)}",
                 verdict,
             ]
         )
+    headers = [
+        "#",
+        "memory or earlier message",
+        *[f"{ch} rank" for ch in channels],
+        "merged score",
+        "importance",
+        "verdict",
+    ]
     return (
         ask + f'<h2>What the model gets</h2><pre class="prompt" id="prepared">{esc(trace.message)}</pre>'
-        f'<p class="small muted">The graph adds at most {trace.enrich_limit} memories per turn within {trace.context_chars:,} characters; '
-        "other providers' sections (if any) are in the block too.</p>"
-        f"<h2>Candidates</h2>{table(['#', 'memory', *[f'{ch} rank' for ch in channels], 'fused score', 'importance', 'verdict'], rows, empty='Recall found no candidate.', cls='candidates')}"
+        f"<p class=\"small muted\">On a new session's first turn: memories and earlier sessions' messages ranked together, at most "
+        f"{trace.enrich_limit} within {trace.context_chars:,} characters, less what the curated snapshot already shows.</p>"
+        f"<h2>Candidates</h2>{table(headers, rows, empty='Recall found no candidate.', cls='candidates')}"
     )
 
 

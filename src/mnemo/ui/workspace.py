@@ -2,7 +2,7 @@
 
 Every operation is a call into the tier that owns it (the memory graph's recall and edits, the archive's
 search and messages, the curated store with its locks, scan and history, :class:`~mnemo.AgentMemory` for
-the prompt and the per-turn context, :func:`~mnemo.diagnose`); this module only opens them for the right
+the prompt, :mod:`mnemo.recollection` for the per-turn context, :func:`~mnemo.diagnose`); this module only opens them for the right
 scope and keeps them open between requests. A :class:`Workspace` is built for a user id that the
 :class:`~mnemo.ui.auth.Gate` vouched for, and every scope it opens carries that user id: there is no call
 here that takes a user from a request.
@@ -21,9 +21,13 @@ from ..archive.base import Archive
 from ..config import Settings
 from ..curated.store import TARGETS, MemoryStore
 from ..embeddings import named_embedder
+from ..embeddings.protocol import Embedder
 from ..graph.recall import RecallResult
+from ..graph.recalled import MAX_RECALL_LIMIT, RecalledMemory
 from ..graph.store import MemoryGraph
 from ..providers.graph import ENRICH_LIMIT
+from ..recollection import Recalled, RecalledMessage, recall_everything, render_context
+from ..safety.fence import build_memory_context_block, inject_memory_context
 from ..scope import Scope
 
 T = TypeVar("T")
@@ -35,9 +39,14 @@ class Home:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        embedder = named_embedder(settings.graph_embedder, cache_dir=settings.cache_directory)
+        # One model per name, shared by the graph and every archive, as an agent session shares it.
+        names = {settings.graph_embedder, settings.archive_embedder}
+        self.embedders = {name: named_embedder(name, cache_dir=settings.cache_directory) for name in names}
         self.graph = MemoryGraph(
-            settings.database_target, scope=settings.scope, embedder=embedder, scan_threshold=settings.scan_threshold
+            settings.database_target,
+            scope=settings.scope,
+            embedder=self.embedders[settings.graph_embedder],
+            scan_threshold=settings.scan_threshold,
         )
         self._workspaces: dict[str, Workspace] = {}
         self._lock = threading.Lock()
@@ -47,7 +56,7 @@ class Home:
         with self._lock:
             if user_id not in self._workspaces:
                 settings = self.settings.model_copy(update={"user_id": user_id})
-                self._workspaces[user_id] = Workspace(settings, self.graph)
+                self._workspaces[user_id] = Workspace(settings, self.graph, self.embedders[settings.archive_embedder])
             return self._workspaces[user_id]
 
     def close(self) -> None:
@@ -61,12 +70,14 @@ class Home:
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
-    """One memory recall ranked for a message, as the recall debugger shows it: the result, the rank each
-    channel gave it (1 = that channel's best; absent when the channel did not propose it), whether the
-    per-turn context holds it and, when not, why."""
+    """One thing recall ranked for a message, as the recall debugger shows it: the memory or archived message
+    (``item``), its place in the merged ranking, for a memory the graph's result with each channel's signal
+    and the rank each channel gave it (1 = that channel's best), whether the per-turn context holds it and,
+    when not, why."""
 
-    result: RecallResult
+    item: Recalled
     position: int
+    result: RecallResult | None
     ranks: dict[str, int]
     in_context: bool
     left_out: str | None
@@ -74,8 +85,8 @@ class Candidate:
 
 @dataclass(frozen=True, slots=True)
 class RecallTrace:
-    """The recall debugger's answer: the user message as the model would receive it (with the fenced
-    ``<memory-context>`` block), and every candidate recall weighed."""
+    """The recall debugger's answer: the user message as the model would receive it on a new session's
+    first turn (with the fenced ``<memory-context>`` block), and every candidate recall weighed."""
 
     message: str
     candidates: tuple[Candidate, ...]
@@ -86,14 +97,13 @@ class RecallTrace:
 class Workspace:
     """One user's memory: every scope of theirs, their curated pair, their archive."""
 
-    def __init__(self, settings: Settings, graph: MemoryGraph) -> None:
+    def __init__(self, settings: Settings, graph: MemoryGraph, archive_embedder: Embedder | None = None) -> None:
         self.settings = settings
         self.user_id = settings.user_id
         self._graph = graph
+        self._archive_embedder = archive_embedder
         self._archives: dict[Scope, Archive] = {}
         self._lock = threading.Lock()
-        self._sessions: dict[Scope, AgentMemory] = {}
-        self._agent_lock = threading.Lock()
         self.curated = MemoryStore.from_settings(settings)
 
     def scope(self, agent_id: str = "", channel_id: str = "") -> Scope:
@@ -116,7 +126,9 @@ class Workspace:
         self._own(scope)
         with self._lock:
             if scope not in self._archives:
-                self._archives[scope] = open_archive(self.settings.database_target, scope=scope)
+                self._archives[scope] = open_archive(
+                    self.settings.database_target, embedder=self._archive_embedder, scope=scope
+                )
             return self._archives[scope]
 
     def _own(self, scope: Scope) -> None:
@@ -154,41 +166,33 @@ class Workspace:
 
         return _apart(blocks)
 
-    def trace_recall(self, scope: Scope, message: str, candidates: int = 30) -> RecallTrace:
-        """What the model would get for ``message`` in ``scope`` (through the same
-        :meth:`AgentMemory.prepare_messages` a turn makes), and the ranked candidates behind it."""
+    def trace_recall(self, scope: Scope, message: str) -> RecallTrace:
+        """What the model would get for ``message`` on a new session's first turn in ``scope``, and the ranked
+        candidates behind it. The block is made by the calls the graph provider's per-turn context makes
+        (:func:`~mnemo.recollection.recall_everything` over memories and earlier sessions' messages, less what
+        the curated snapshot shows, :func:`~mnemo.recollection.render_context` within the budget, fenced), so
+        nothing is recorded for the preview; a plug-in provider's section, if one is configured, is not in it."""
         self._own(scope)
 
         def trace() -> RecallTrace:
-            with self._agent_lock:
-                memory = self._session(scope)
-                prepared = memory.prepare_messages(message, [])[-1]["content"]
-                frozen = {_normal(entry) for target in TARGETS for entry in memory.store.frozen_entries(target)}
-            results = self.graph(scope).recall(message, limit=candidates, touch=False) if message.strip() else []
-            return RecallTrace(prepared, _weigh(results, prepared, frozen, self.settings.graph_context_chars),
-                               self.settings.graph_context_chars, ENRICH_LIMIT)  # fmt: skip
+            graph, archive = self.graph(scope), self.archive(scope)
+            frozen = {_normal(entry) for entries in self.curated_entries().values() for entry in entries}
+            found: list[Recalled] = []
+            results: dict[str, RecallResult] = {}
+            if message.strip():
+                limit = min(2 * ENRICH_LIMIT + len(frozen), MAX_RECALL_LIMIT)
+                found = recall_everything(graph, archive, message, limit=limit)
+                results = {r.memory.id: r for r in graph.recall(message, limit=MAX_RECALL_LIMIT, touch=False)}
+            shown = [item for item in found if isinstance(item, RecalledMessage) or _normal(item.content) not in frozen]
+            budget = self.settings.graph_context_chars
+            context = render_context(shown, budget, most=ENRICH_LIMIT)
+            prepared = inject_memory_context(message, build_memory_context_block([("graph", context)]))
+            return RecallTrace(str(prepared), _weigh(found, context, frozen, results, budget), budget, ENRICH_LIMIT)
 
         return _apart(trace)
 
-    def _session(self, scope: Scope) -> AgentMemory:
-        """The debugger's session for ``scope``, kept open between requests (opening one loads the model and
-        the vectors) and opened afresh once the curated entries differ from those it froze, since the
-        per-turn context leaves out whatever the frozen snapshot shows. Called under ``_agent_lock``."""
-        current = self.curated_entries()
-        memory = self._sessions.get(scope)
-        if memory is not None and any(memory.store.frozen_entries(t) != current[t] for t in TARGETS):
-            memory.close()
-            memory = None
-        if memory is None:
-            memory = self._sessions[scope] = self._agent(scope)
-        return memory
-
     def close(self) -> None:
-        """Close the sessions, archives and curated store this workspace opened."""
-        with self._agent_lock:
-            for memory in self._sessions.values():
-                memory.close()
-            self._sessions.clear()
+        """Close the archives and the curated store this workspace opened."""
         with self._lock:
             for archive in self._archives.values():
                 archive.close()
@@ -220,26 +224,29 @@ def _normal(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
-def _weigh(results: list[RecallResult], prepared: str, frozen: set[str], budget: int) -> tuple[Candidate, ...]:
-    """Each result with its per-channel ranks, and whether the prepared message holds it: the context block
-    is the graph provider's own choice; a result it left out is explained by the first of the provider's
-    rules that applies (see :meth:`mnemo.providers.graph.GraphProvider.enrich_turn`)."""
+def _weigh(
+    found: list[Recalled], context: str, frozen: set[str], results: dict[str, RecallResult], budget: int
+) -> tuple[Candidate, ...]:
+    """Each candidate with its memory's per-channel ranks, and whether ``context`` holds it; one left out is
+    explained by the first rule of the per-turn context that applies to it."""
     ranks: dict[str, dict[str, int]] = {}
-    for channel in {name for r in results for name in r.channels}:
-        ordered = sorted((r for r in results if channel in r.channels), key=lambda r: -r.channels[channel])
+    for channel in {name for r in results.values() for name in r.channels}:
+        ordered = sorted((r for r in results.values() if channel in r.channels), key=lambda r: -r.channels[channel])
         for rank, result in enumerate(ordered, 1):
             ranks.setdefault(result.memory.id, {})[channel] = rank
     weighed, shown = [], 0
-    for position, result in enumerate(results, 1):
-        inside = result.memory.content in prepared
+    for position, item in enumerate(found, 1):
+        key = item.id if isinstance(item, RecalledMemory) else None
+        # The item's own line as the context renders it (a message's comes after its session's line).
+        inside = render_context([item], 1 << 30).splitlines()[-1] in context.splitlines()
         reason = None
         if inside:
             shown += 1
-        elif _normal(result.memory.content) in frozen:
+        elif key is not None and _normal(item.content) in frozen:
             reason = "already in the system prompt (curated snapshot)"
         elif shown >= ENRICH_LIMIT:
-            reason = f"the block was full: at most {ENRICH_LIMIT} memories per turn"
+            reason = f"the block was full: at most {ENRICH_LIMIT} items per turn"
         else:
-            reason = f"did not fit the {budget:,}-character budget left"
-        weighed.append(Candidate(result, position, ranks.get(result.memory.id, {}), inside, reason))
+            reason = f"did not fit in what was left of the {budget:,}-character budget"
+        weighed.append(Candidate(item, position, results.get(key or ""), ranks.get(key or "", {}), inside, reason))
     return tuple(weighed)
