@@ -2,8 +2,8 @@
 
 Every operation is a call into the tier that owns it (the memory graph's recall and edits, the archive's
 search and messages, the curated store with its locks, scan and history, :class:`~mnemo.AgentMemory` for
-the prompt, :mod:`mnemo.recollection` for the per-turn context, :func:`~mnemo.diagnose`); this module only opens them for the right
-scope and keeps them open between requests. A :class:`Workspace` is built for a user id that the
+the prompt, :mod:`mnemo.recollection` for the per-turn context, :func:`~mnemo.diagnose`); this module only
+opens them for the right scope and keeps them open between requests. A :class:`Workspace` is built for a user id that the
 :class:`~mnemo.ui.auth.Gate` vouched for, and every scope it opens carries that user id: there is no call
 here that takes a user from a request.
 """
@@ -144,22 +144,20 @@ class Workspace:
 
     # -- what a session would see -------------------------------------------------------------------
 
-    def _agent(self, scope: Scope, **overrides: Any) -> AgentMemory:
-        """A started :class:`AgentMemory` for ``scope`` that records nothing: no archive session, no
-        maintenance pass (as ``mnemo prompt`` opens one)."""
-        self._own(scope)
-        update = {**scope.as_dict(), "maintenance_interval_hours": 0.0, "archive_enabled": False, **overrides}
-        memory = AgentMemory(settings=self.settings.model_copy(update=update))
-        memory.start_session("mnemo-ui")
-        return memory
-
     def prompt_blocks(self, scope: Scope) -> list[tuple[str, str]]:
-        """The system prompt's blocks a new session in ``scope`` would freeze (from a session opened for
-        the purpose: no embedder, since neither the curated blocks nor the bulletin use one)."""
+        """The system prompt's blocks a new session in ``scope`` would freeze, from a session opened for the
+        purpose as ``mnemo prompt`` opens one (no archive session, no maintenance pass), and without a model,
+        which neither the curated blocks nor the bulletin use."""
+        self._own(scope)
+        update = {
+            **scope.as_dict(), "maintenance_interval_hours": 0.0, "archive_enabled": False,
+            "graph_embedder": "none", "archive_embedder": "none",
+        }  # fmt: skip
 
         def blocks() -> list[tuple[str, str]]:
-            memory = self._agent(scope, graph_embedder="none", archive_embedder="none")
+            memory = AgentMemory(settings=self.settings.model_copy(update=update))
             try:
+                memory.start_session("mnemo-ui")
                 return memory.prompt_blocks()
             finally:
                 memory.close()
@@ -201,9 +199,10 @@ class Workspace:
 
 
 def _apart(work: Callable[[], T]) -> T:
-    """``work()`` on a thread of its own that is no daemon. A session starts loading its model on threads
-    that inherit that, and onnxruntime aborts the whole process if the interpreter exits while a daemon
-    thread builds its session (the server's request threads are daemons)."""
+    """``work()`` on a thread of its own that is no daemon, nor are the threads it starts: work that may load
+    the model (a session opening, a long query embedded) must not run on a daemon thread, since onnxruntime
+    aborts the whole process if the interpreter exits while a daemon thread builds its session (the
+    server's request threads are daemons)."""
     outcome: dict[str, Any] = {}
 
     def run() -> None:
