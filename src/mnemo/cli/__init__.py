@@ -52,6 +52,7 @@ _COMMANDS = (
     "doctor",
     "migrate",
     "serve",
+    "ui",
     "hermes",
 )
 
