@@ -194,6 +194,39 @@ def memory_line(memory: Memory | RecalledMemory, status: str | None = None) -> s
     return f"- [{memory.type.value} · {date}{about}{note}] {content}"
 
 
+def comparable(text: str) -> str:
+    """``text`` as entries are compared to decide they say the same: whitespace collapsed, case folded."""
+    return " ".join(text.split()).casefold()
+
+
+@dataclass(frozen=True, slots=True)
+class TurnContext:
+    """One turn's recall: every candidate considered, best first, and the ``text`` rendered from those shown."""
+
+    found: list[Recalled]
+    text: str
+
+
+def turn_context(
+    graph: MemoryGraph | None,
+    archive: Archive | None,
+    message: str,
+    *,
+    budget: int,
+    most: int,
+    frozen: Collection[str] = frozenset(),
+    in_context: tuple[str, int] | None = None,
+) -> TurnContext:
+    """The per-turn context for ``message``, as the graph provider adds it: :func:`recall_everything` (twice
+    ``most`` candidates, plus room for those left out), less the memories whose text (see :func:`comparable`)
+    is in ``frozen`` (the curated snapshot the system prompt already shows), rendered within ``budget``
+    characters and ``most`` items by :func:`render_context`."""
+    limit = min(2 * most + len(frozen), MAX_RECALL_LIMIT)
+    found = recall_everything(graph, archive, message, limit=limit, in_context=in_context) if message.strip() else []
+    shown = [item for item in found if isinstance(item, RecalledMessage) or comparable(item.content) not in frozen]
+    return TurnContext(found, render_context(shown, budget, most=most))
+
+
 def render_context(items: Sequence[Recalled], budget: int, *, most: int | None = None) -> str:
     """Per-turn context for ``items`` (best first): the best that fit in ``budget`` characters (a shorter,
     lower-ranked one may still fit after a long one is passed over), at most ``most`` of them.

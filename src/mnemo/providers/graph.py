@@ -17,7 +17,6 @@ archive lacks them.
 from __future__ import annotations
 
 import logging
-import re
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -35,7 +34,7 @@ from ..graph.maintenance import SESSION_BUDGET, maintain
 from ..graph.migrate_curated import TARGET_TYPES, curated_source, import_curated
 from ..graph.store import MemoryGraph
 from ..graph.types import Memory, MemoryType, Scope
-from ..recollection import RecalledMessage, memory_line, recall_everything, render_context
+from ..recollection import comparable, memory_line, turn_context
 from ..tools.graph import GRAPH_TOOL_NAMES, GRAPH_TOOL_SCHEMAS, handle_graph_call
 from .archive import ArchiveProvider
 from .config_schema import ConfigField
@@ -54,10 +53,6 @@ ENRICH_LIMIT = 16
 RECOVERED_SESSIONS = 20
 # The source of memories the graph keeps of finished delegations.
 DELEGATION_SOURCE = "delegation"
-
-
-def _normal(text: str) -> str:
-    return re.sub(r"\s+", " ", text).strip().casefold()
 
 
 class GraphProvider:
@@ -270,7 +265,7 @@ class GraphProvider:
 
     def set_frozen_entries(self, entries: Iterable[str]) -> None:
         """The entries of this session's frozen curated snapshot; per-turn context never repeats them."""
-        self._frozen = frozenset(_normal(e) for e in entries if isinstance(e, str))
+        self._frozen = frozenset(comparable(e) for e in entries if isinstance(e, str))
 
     def config_schema(self) -> list[ConfigField]:
         """What ``mnemo providers setup graph`` asks for (no defaults: unset keeps mnemo's settings)."""
@@ -285,12 +280,11 @@ class GraphProvider:
         within the character budget, newest first."""
         if not isinstance(user_message, str) or not user_message.strip() or self.context_chars <= 0:
             return None
-        found = recall_everything(
-            self.graph, self._archive_store(), user_message, limit=min(2 * self.enrich_limit + len(self._frozen), 50),
-            in_context=self._archive.in_context() if self._archive is not None else None,
+        found = turn_context(
+            self.graph, self._archive_store(), user_message, budget=self.context_chars, most=self.enrich_limit,
+            frozen=self._frozen, in_context=self._archive.in_context() if self._archive is not None else None,
         )  # fmt: skip
-        shown = [item for item in found if isinstance(item, RecalledMessage) or _normal(item.content) not in self._frozen]
-        return render_context(shown, self.context_chars, most=self.enrich_limit) or None
+        return found.text or None
 
     def handle_tool_call(self, name: str, arguments: Any) -> str:
         """Run ``recall`` (over the archive's earlier sessions too), ``remember``, ``relate`` or ``forget``;
@@ -313,7 +307,7 @@ class GraphProvider:
                 old = self._mirror_of(source, old_text or "")
                 if old is None:
                     self.graph.remember(content, kind, source=source)
-                elif _normal(old.content) != _normal(content):
+                elif comparable(old.content) != comparable(content):
                     self.graph.replace(old.id, content)
             elif action == "remove":
                 old = self._mirror_of(source, old_text or content or "")

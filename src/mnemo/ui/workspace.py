@@ -26,7 +26,7 @@ from ..graph.recall import RecallResult
 from ..graph.recalled import MAX_RECALL_LIMIT, RecalledMemory
 from ..graph.store import MemoryGraph
 from ..providers.graph import ENRICH_LIMIT
-from ..recollection import Recalled, RecalledMessage, recall_everything, render_context
+from ..recollection import Recalled, comparable, render_context, turn_context
 from ..safety.fence import build_memory_context_block, inject_memory_context
 from ..scope import Scope
 
@@ -174,16 +174,13 @@ class Workspace:
 
         def trace() -> RecallTrace:
             graph, archive = self.graph(scope), self.archive(scope)
-            frozen = {_normal(entry) for entries in self.curated_entries().values() for entry in entries}
-            found: list[Recalled] = []
+            frozen = {comparable(entry) for entries in self.curated_entries().values() for entry in entries}
+            budget = self.settings.graph_context_chars
+            turn = turn_context(graph, archive, message, budget=budget, most=ENRICH_LIMIT, frozen=frozen)
+            found, context = turn.found, turn.text
             results: dict[str, RecallResult] = {}
             if message.strip():
-                limit = min(2 * ENRICH_LIMIT + len(frozen), MAX_RECALL_LIMIT)
-                found = recall_everything(graph, archive, message, limit=limit)
                 results = {r.memory.id: r for r in graph.recall(message, limit=MAX_RECALL_LIMIT, touch=False)}
-            shown = [item for item in found if isinstance(item, RecalledMessage) or _normal(item.content) not in frozen]
-            budget = self.settings.graph_context_chars
-            context = render_context(shown, budget, most=ENRICH_LIMIT)
             prepared = inject_memory_context(message, build_memory_context_block([("graph", context)]))
             return RecallTrace(str(prepared), _weigh(found, context, frozen, results, budget), budget, ENRICH_LIMIT)
 
@@ -219,10 +216,6 @@ def _apart(work: Callable[[], T]) -> T:
     return outcome["value"]
 
 
-def _normal(text: str) -> str:
-    return " ".join(text.split()).casefold()
-
-
 def _weigh(
     found: list[Recalled], context: str, frozen: set[str], results: dict[str, RecallResult], budget: int
 ) -> tuple[Candidate, ...]:
@@ -241,7 +234,7 @@ def _weigh(
         reason = None
         if inside:
             shown += 1
-        elif key is not None and _normal(item.content) in frozen:
+        elif key is not None and comparable(item.content) in frozen:
             reason = "already in the system prompt (curated snapshot)"
         elif shown >= ENRICH_LIMIT:
             reason = f"the block was full: at most {ENRICH_LIMIT} items per turn"
