@@ -24,7 +24,7 @@ of that message sharing most words with it). ``any`` means some evidence turn of
 **Speed.** ``prepare_messages`` per question in the run above, and, with ``--scale-messages``, in a home
 holding that many archived messages (synthetic conversations, embedded) and ``--scale-memories`` graph
 memories. That home is built through the stores' own bulk calls (``Archive.append_many``, ``embed_pending``,
-``MemoryGraph.remember_many``), not the agent loop, since feeding 100k messages through it would take hours;
+``MemoryGraph.remember_many``, everything embedded, as after an agent's turns), not the agent loop, since feeding 100k messages through it would take hours;
 only the timed calls go through ``AgentMemory``. It is kept in ``--workdir`` and reused when present.
 
 The last line printed is one JSON object.
@@ -312,6 +312,7 @@ def _build_scale(home: Path, messages: int, memories: int) -> None:
         batch = [{"content": synth.message("user")["content"], "memory_type": "fact"} for _ in range(memories)]
         for start in range(0, len(batch), 1000):
             graph.remember_many(batch[start : start + 1000])
+        graph.embed_pending()  # the steady state: an agent's provider embeds after each turn
     finally:
         graph.close()
     print(f"scale home built in {time.perf_counter() - started:.0f} s", flush=True)

@@ -92,13 +92,15 @@ def recall_everything(
     since: Any = None,
     until: Any = None,
     include_history: bool = False,
+    catch_up: bool = True,
 ) -> list[Recalled]:
     """The memories of ``graph`` and the archived messages of ``archive`` most relevant to ``query``, best
     first, at most ``limit`` (1 to ``MAX_RECALL_LIMIT``); either store may be ``None``.
 
     ``in_context`` is ``(session_id, message_id)``: that session's messages after ``message_id`` are left
     out. ``types`` (memory types) and ``include_history`` apply to memories; a ``types`` filter leaves
-    messages out, since they have no type. ``since`` / ``until`` bound both. Bad arguments raise
+    messages out, since they have no type. ``since`` / ``until`` bound both. ``catch_up=False`` recalls
+    without first embedding pending memories (see :meth:`~mnemo.graph.MemoryGraph.recall`). Bad arguments raise
     :class:`~mnemo.errors.InvalidArgument` naming them.
     """
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_RECALL_LIMIT:
@@ -109,14 +111,15 @@ def recall_everything(
     pending: Future[list[Hit]] | None = None
     if archive is not None and types is None and query.strip():
         pending = _in_thread(
-            archive.search_messages, query, limit=pool, role=RECALLED_ROLES, since=since, until=until, in_context=in_context
-        )
+            archive.search_messages, query, limit=pool, role=RECALLED_ROLES, since=since, until=until,
+            in_context=in_context, snippets=False,
+        )  # fmt: skip
     try:
         memories: list[RecalledMemory] = []
         if graph is not None:
             memories = recall_memories(
                 graph, query, limit=min(pool, MAX_RECALL_LIMIT), types=types, since=since, until=until,
-                include_history=include_history,
+                include_history=include_history, catch_up=catch_up,
             )  # fmt: skip
     finally:
         if pending is not None:
@@ -220,9 +223,14 @@ def turn_context(
     """The per-turn context for ``message``, as the graph provider adds it: :func:`recall_everything` (twice
     ``most`` candidates, plus room for those left out), less the memories whose text (see :func:`comparable`)
     is in ``frozen`` (the curated snapshot the system prompt already shows), rendered within ``budget``
-    characters and ``most`` items by :func:`render_context`."""
+    characters and ``most`` items by :func:`render_context`. It never waits to embed pending memories: the
+    graph's provider embeds them after each turn."""
     limit = min(2 * most + len(frozen), MAX_RECALL_LIMIT)
-    found = recall_everything(graph, archive, message, limit=limit, in_context=in_context) if message.strip() else []
+    found = (
+        recall_everything(graph, archive, message, limit=limit, in_context=in_context, catch_up=False)
+        if message.strip()
+        else []
+    )
     shown = [item for item in found if isinstance(item, RecalledMessage) or comparable(item.content) not in frozen]
     return TurnContext(found, render_context(shown, budget, most=most))
 

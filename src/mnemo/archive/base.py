@@ -523,17 +523,21 @@ class Archive(ABC):
         sort: str = "relevance",
         context: int = 0,
         in_context: tuple[str, int] | None = None,
+        snippets: bool = True,
     ) -> list[Hit]:
         """Matching messages, best first, not grouped: the building block of :meth:`search`.
 
         ``in_context`` is ``(session_id, message_id)``: that session's messages after ``message_id`` are
-        left out (what an agent still holds in its context window; ``0`` leaves out the whole session)."""
+        left out (what an agent still holds in its context window; ``0`` leaves out the whole session).
+        ``snippets=False`` skips the highlighted snippets (each hit's is then ``""``) for a caller that
+        shows the messages its own way."""
         check_limit(limit, maximum=1000)
         if sort not in SORTS:
             raise InvalidArgument("sort", f"must be one of {', '.join(SORTS)}")
         filters = self._filters(role, source, include_hidden, since, until, exclude_session, session_id, in_context)
         with self._reading():  # one connection for every step of the search
-            return self._hits(self._snippets(self._find(query, limit, filters, sort)), context)
+            found = self._find(query, limit, filters, sort)
+            return self._hits(self._snippets(found) if snippets else found, context)
 
     def search(
         self,

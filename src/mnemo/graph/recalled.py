@@ -100,13 +100,15 @@ def recall_memories(
     since: Any = None,
     until: Any = None,
     include_history: bool = False,
+    catch_up: bool = True,
 ) -> list[RecalledMemory]:
     """The memories of ``graph``'s scope (as :meth:`mnemo.AgentMemory.recall`, the session's) most relevant
     to ``query``, best first, as :class:`RecalledMemory` records.
 
     ``limit`` is 1 to ``MAX_RECALL_LIMIT``; ``types`` one memory type or several; ``since`` / ``until``
     bound the creation time (ISO 8601, a datetime or Unix seconds); ``include_history`` adds superseded
-    versions. A bad argument raises :class:`~mnemo.errors.InvalidArgument` naming it.
+    versions; ``catch_up`` as for :meth:`~mnemo.graph.MemoryGraph.recall`. A bad argument raises
+    :class:`~mnemo.errors.InvalidArgument` naming it.
     """
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_RECALL_LIMIT:
         raise InvalidArgument("limit", f"must be an integer between 1 and {MAX_RECALL_LIMIT}")
@@ -118,7 +120,7 @@ def recall_memories(
         raise InvalidArgument("include_history", "must be true or false")
     results = graph.recall(
         query, limit=limit, types=list(types) if types is not None else None, since=since, until=until,
-        include_superseded=include_history,
+        include_superseded=include_history, catch_up=catch_up,
     )  # fmt: skip
     sources = source_messages(graph, [result.memory.id for result in results])
     return [RecalledMemory.from_result(result, sources.get(result.memory.id, ())) for result in results]

@@ -866,11 +866,15 @@ class MemoryGraph:
         include_superseded: bool = False,
         include_forgotten: bool = False,
         touch: bool = True,
+        catch_up: bool = True,
     ) -> list[_recall.RecallResult]:
         """The memories most relevant to ``query``, best first, with the channels that found each.
 
         Superseded and forgotten memories are left out unless asked for; ``types`` and the
-        ``since``/``until`` window (on creation time) filter the results, not the seeds.
+        ``since``/``until`` window (on creation time) filter the results, not the seeds. With ``catch_up``
+        up to ``embed_per_recall`` pending memories are embedded first; without it (per-turn context,
+        whose provider embeds after each turn instead) the recall never waits on a backlog, and full text
+        finds what has no vector yet.
         """
         if not isinstance(query, str):
             raise InvalidArgument("query", f"must be a string, got {type(query).__name__}")
@@ -886,7 +890,8 @@ class MemoryGraph:
                 # pending work and the SQL run here (a 2-core machine does both at once).
                 probe = query_vectors_of(embedder).start(embedder, query)
                 embedder = PrefetchedEmbedder(embedder, query, probe)
-            self.embed_pending(self.embed_per_recall, scan=SCAN_PER_RECALL)
+            if catch_up:
+                self.embed_pending(self.embed_per_recall, scan=SCAN_PER_RECALL)
         with self._lock:
             if probe is not None:
                 self._vectors.prefetch(self._conn, self.scope, embedder, probe, max(limit * 5, PREFETCH_HITS))

@@ -32,7 +32,7 @@ from ..graph.extract_rules import extract as extract_by_rules
 from ..graph.extraction import Extractor, extract_messages, extracted_from
 from ..graph.maintenance import SESSION_BUDGET, maintain
 from ..graph.migrate_curated import TARGET_TYPES, curated_source, import_curated
-from ..graph.store import MemoryGraph
+from ..graph.store import SCAN_PER_RECALL, MemoryGraph
 from ..graph.types import Memory, MemoryType, Scope
 from ..recollection import comparable, memory_line, turn_context
 from ..tools.graph import GRAPH_TOOL_NAMES, GRAPH_TOOL_SCHEMAS, handle_graph_call
@@ -49,6 +49,8 @@ log = logging.getLogger("mnemo.graph")
 
 DEFAULT_CONTEXT_CHARS = 1500
 ENRICH_LIMIT = 16
+# Memories embedded after a turn, on the provider's worker.
+EMBED_PER_TURN = 128
 # Sessions looked at, newest first, for messages a killed process never had extracted.
 RECOVERED_SESSIONS = 20
 # The source of memories the graph keeps of finished delegations.
@@ -333,7 +335,11 @@ class GraphProvider:
         return next((m for m in reversed(live) if needle in m.content), None)
 
     def on_turn_complete(self, user_message: str, assistant_response: str) -> None:
-        """Nothing: the graph learns from explicit writes, not from every turn (no LLM)."""
+        """Embed up to ``EMBED_PER_TURN`` pending memories (per-turn context never waits for them; a backlog
+        is caught up over the following turns). The graph learns from explicit writes and extraction, not
+        from every turn."""
+        if self._graph is not None and self._graph.embedder is not None:
+            self._graph.embed_pending(EMBED_PER_TURN, scan=SCAN_PER_RECALL)
 
     def on_compress(self, messages: list[dict[str, str]], compression_count: int) -> str | None:
         """Turn the messages about to be discarded into typed memories linked to their archive rows
