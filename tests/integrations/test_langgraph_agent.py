@@ -1,0 +1,40 @@
+"""A real LangGraph agent with LangMem's memory tools on a MnemoStore remembers in one process and recalls
+in another, and never across users."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("langgraph.prebuilt", reason="needs the langgraph extra: pip install -e '.[langgraph]'")
+pytest.importorskip("langmem", reason="needs langmem (in the test extra)")
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def agent_run(home: Path, user: str, action: str, text: str) -> list[str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests")])}
+    done = subprocess.run(
+        [sys.executable, "-m", "support.langgraph_agent", str(home), user, action, text],
+        env=env, capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_a_langgraph_agent_recalls_in_a_new_process_what_it_remembered(tmp_path: Path) -> None:
+    saved = agent_run(tmp_path, "alice", "remember", "Alice's dog is a beagle named Biscuit")
+    assert saved and saved[0].startswith("created memory")
+    found = agent_run(tmp_path, "alice", "recall", "what is the name of Alice's dog?")
+    assert "Biscuit" in found[0]
+
+
+def test_another_users_agent_finds_nothing(tmp_path: Path) -> None:
+    agent_run(tmp_path, "alice", "remember", "Alice's dog is a beagle named Biscuit")
+    found = agent_run(tmp_path, "bob", "recall", "beagle named Biscuit")
+    assert "Biscuit" not in found[0]
