@@ -33,6 +33,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -84,6 +85,8 @@ CREATE TABLE IF NOT EXISTS items (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS items_by_memory ON items (memory_id) WHERE memory_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS items_by_update ON items (updated_at);
+-- The namespaces that hold items, so a search or a listing never scans the items to find them.
+CREATE TABLE IF NOT EXISTS namespaces (namespace TEXT PRIMARY KEY) WITHOUT ROWID;
 """
 _COLUMNS = "namespace, key, value, memory_id, created_at, updated_at, ttl_minutes"
 
@@ -165,6 +168,37 @@ def indexed_text(value: Mapping[str, Any], fields: Sequence[str] | None) -> str:
     if fields is None:
         return "\n".join(_strings(value))
     return "\n".join(text for path in fields for found in _field_values(value, path) for text in _strings(found))
+
+
+@dataclass
+class _Write:
+    """One put or delete, checked and ready to write."""
+
+    op: PutOp
+    document: str | None
+    text: str
+    memory_id: str | None = None
+
+
+def _checked(op: PutOp) -> tuple[str | None, str]:
+    """``op``'s value as a JSON document and the text to remember (``None`` and ``""`` for a delete), or
+    :class:`InvalidArgument` naming what is wrong."""
+    if not op.namespace:
+        raise InvalidArgument("namespace", "must not be empty")
+    if op.value is None:
+        return None, ""
+    if not isinstance(op.value, Mapping) or not all(isinstance(k, str) for k in op.value):
+        raise InvalidArgument("value", f"must be a dict with string keys, got {type(op.value).__name__}")
+    try:
+        document = json.dumps(op.value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError) as exc:
+        raise InvalidArgument("value", f"must be JSON: {exc}") from None
+    if len(document.encode("utf-8", "surrogatepass")) > MAX_VALUE_BYTES:
+        raise InvalidArgument("value", f"is larger than {MAX_VALUE_BYTES} bytes as JSON")
+    if op.ttl is not None and (isinstance(op.ttl, bool) or not isinstance(op.ttl, (int, float)) or not op.ttl > 0):
+        raise InvalidArgument("ttl", f"must be a positive number of minutes or None, got {op.ttl!r}")
+    fields = None if op.index is None else [] if op.index is False else list(op.index)
+    return document, indexed_text(op.value, fields)
 
 
 def _time(seconds: float) -> datetime:
@@ -251,7 +285,20 @@ class MnemoStore(BaseStore):
         with self._lock:
             if not self._ready:
                 self._create_tables()
-            return [self._run(op) for op in ops]
+            results: list[Result] = []
+            writes: list[PutOp] = []
+            for op in ops:
+                if isinstance(op, PutOp):
+                    writes.append(op)  # consecutive writes go in together, as LangGraph's stores batch them
+                    results.append(None)
+                    continue
+                if writes:
+                    self._write(writes)
+                    writes = []
+                results.append(self._run(op))
+            if writes:
+                self._write(writes)
+            return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """:meth:`batch` in a worker thread, so the event loop keeps running while SQLite and the embedder work."""
@@ -263,19 +310,18 @@ class MnemoStore(BaseStore):
             expired = self._conn.execute(
                 f"SELECT {_COLUMNS} FROM items WHERE expires_at IS NOT NULL AND expires_at <= ?", (time.time(),)
             ).fetchall()
-            for row in expired:
-                self._delete(tuple(row[0].split(".")), row[1])
+            self._write([PutOp(tuple(row[0].split(".")), row[1], None) for row in expired])
             return len(expired)
+
+    def flush(self) -> None:
+        """Embed every value still waiting for its vector (a put leaves embedding to later searches, a
+        bounded number each): after a bulk load, so the first searches see every item by meaning too."""
+        with self._lock:
+            self._graph.flush()
 
     # -- the operations ----------------------------------------------------------------------
 
     def _run(self, op: Op) -> Result:
-        if isinstance(op, PutOp):
-            if op.value is None:
-                self._delete(op.namespace, op.key)
-            else:
-                self._put(op)
-            return None
         if isinstance(op, GetOp):
             return self._get(op)
         if isinstance(op, SearchOp):
@@ -296,67 +342,78 @@ class MnemoStore(BaseStore):
             (".".join(namespace), key, time.time()),
         ).fetchone()
 
-    def _put(self, op: PutOp) -> None:
-        if not op.namespace:
-            raise InvalidArgument("namespace", "must not be empty")
-        if not isinstance(op.value, Mapping) or not all(isinstance(k, str) for k in op.value):
-            raise InvalidArgument("value", f"must be a dict with string keys, got {type(op.value).__name__}")
-        try:
-            document = json.dumps(op.value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-        except (TypeError, ValueError) as exc:
-            raise InvalidArgument("value", f"must be JSON: {exc}") from None
-        if len(document.encode("utf-8", "surrogatepass")) > MAX_VALUE_BYTES:
-            raise InvalidArgument("value", f"is larger than {MAX_VALUE_BYTES} bytes as JSON")
-        if op.ttl is not None and (isinstance(op.ttl, bool) or not isinstance(op.ttl, (int, float)) or not op.ttl > 0):
-            raise InvalidArgument("ttl", f"must be a positive number of minutes or None, got {op.ttl!r}")
-        fields = None if op.index is None else [] if op.index is False else list(op.index)
-        text = indexed_text(op.value, fields)
-        view = self._view(namespace_scope(op.namespace))
-        memory_id = None
-        if text:
+    def _write(self, ops: Sequence[PutOp]) -> None:
+        """Apply puts and deletes: all of them or, if any is refused, none. Every value is checked (JSON,
+        size, the threat scan) before anything is written; the memories of each scope go in one
+        transaction, the items in one more."""
+        prepared = [_Write(op, *_checked(op)) for op in ops]
+        by_scope: dict[Scope, list[_Write]] = {}
+        for write in prepared:
+            if write.text:
+                by_scope.setdefault(namespace_scope(write.op.namespace), []).append(write)
+        for scope, writes in by_scope.items():
             try:
-                memory_id = view.remember(text, source=f"langgraph:{op.key}").id
+                self._view(scope).check_contents([w.text for w in writes], ["value"] * len(writes))
             except BlockedContent as exc:
                 raise InvalidArgument("value", str(exc)) from exc
-        namespace = ".".join(op.namespace)
-        # Read and replace under one write lock, so two processes putting one key never both purge the same
-        # old memory and orphan a new one.
+        written: list[tuple[Scope, str]] = []
+        try:
+            for scope, writes in by_scope.items():
+                memories = self._view(scope).remember_many(
+                    [{"content": w.text, "source": f"langgraph:{w.op.key}"} for w in writes]
+                )
+                for write, memory in zip(writes, memories, strict=True):
+                    write.memory_id = memory.id
+                    written.append((scope, memory.id))
+            replaced = self._commit_items(prepared)
+        except BaseException:
+            self._purge(written)  # the items were not written: leave no memory of them behind
+            raise
+        self._purge(replaced)
+
+    def _commit_items(self, writes: Sequence[_Write]) -> list[tuple[Scope, str]]:
+        """Write the items in one transaction; returns the memories of the values they replaced. Read and
+        replace share one write lock, so two processes putting one key never both keep a memory."""
+        replaced: list[tuple[Scope, str]] = []
         self._conn.execute("BEGIN IMMEDIATE")
         try:
-            old = self._conn.execute(
-                "SELECT memory_id, created_at FROM items WHERE namespace = ? AND key = ?", (namespace, op.key)
-            ).fetchone()
             now = time.time()
-            self._conn.execute(
-                "INSERT OR REPLACE INTO items VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    namespace, op.key, document, memory_id, old[1] if old else now, now,
-                    None if op.ttl is None else now + op.ttl * 60, op.ttl,
-                ),
-            )  # fmt: skip
+            for write in writes:
+                op, namespace = write.op, ".".join(write.op.namespace)
+                old = self._conn.execute(
+                    "SELECT memory_id, created_at FROM items WHERE namespace = ? AND key = ?", (namespace, op.key)
+                ).fetchone()
+                if old and old[0]:
+                    replaced.append((namespace_scope(op.namespace), old[0]))
+                if op.value is None:
+                    self._conn.execute("DELETE FROM items WHERE namespace = ? AND key = ?", (namespace, op.key))
+                    self._conn.execute(
+                        "DELETE FROM namespaces WHERE namespace = ? AND NOT EXISTS"
+                        " (SELECT 1 FROM items WHERE namespace = ?)",
+                        (namespace, namespace),
+                    )
+                    continue
+                self._conn.execute(
+                    "INSERT OR REPLACE INTO items VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        namespace, op.key, write.document, write.memory_id, old[1] if old else now, now,
+                        None if op.ttl is None else now + op.ttl * 60, op.ttl,
+                    ),
+                )  # fmt: skip
+                self._conn.execute("INSERT OR IGNORE INTO namespaces VALUES (?)", (namespace,))
             self._conn.execute("COMMIT")
         except BaseException:
             self._conn.execute("ROLLBACK")
-            if memory_id:
-                view.purge([memory_id])
             raise
-        if old and old[0]:
-            self._purge(view, old[0])
+        return replaced
 
-    @staticmethod
-    def _purge(view: MemoryGraph, memory_id: str) -> None:
-        """Delete an item's memory; one another process already deleted is gone as wanted."""
-        try:
-            view.purge([memory_id])
-        except MemoryNotFound:
-            pass
-
-    def _delete(self, namespace: tuple[str, ...], key: str) -> None:
-        row = self._conn.execute(
-            "DELETE FROM items WHERE namespace = ? AND key = ? RETURNING memory_id", (".".join(namespace), key)
-        ).fetchone()
-        if row and row[0]:
-            self._purge(self._view(namespace_scope(namespace)), row[0])
+    def _purge(self, memories: Sequence[tuple[Scope, str]]) -> None:
+        """Delete items' memories; one that another process already deleted is gone, as wanted."""
+        for scope, memory_id in memories:
+            try:
+                self._view(scope).purge([memory_id])
+            except MemoryNotFound:
+                pass
 
     def _refresh(self, rows: Sequence[tuple[Any, ...]]) -> None:
         """Restart the TTL of the items just read (LangGraph's refresh on read)."""
@@ -382,7 +439,8 @@ class MnemoStore(BaseStore):
         if not prefix:
             return "1", []
         joined = ".".join(prefix)
-        return "(namespace = ? OR substr(namespace, 1, ?) = ?)", [joined, len(joined) + 1, joined + "."]
+        # Everything under "a.b" sorts between "a.b." and "a.b/" ("/" follows "."): an index range.
+        return "(namespace = ? OR (namespace > ? AND namespace < ?))", [joined, joined + ".", joined + "/"]
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
         if isinstance(op.limit, bool) or not isinstance(op.limit, int) or op.limit < 0:
@@ -418,9 +476,10 @@ class MnemoStore(BaseStore):
 
     def _recalled(self, op: SearchOp, live: str, params: list[Any]) -> list[tuple[tuple[Any, ...], float]]:
         """Items whose memories mnemo's recall finds for ``op.query``, best first, filtered."""
+        where, spaces = self._under(op.namespace_prefix)
         scopes = {
             namespace_scope(namespace.split("."))
-            for (namespace,) in self._conn.execute(f"SELECT DISTINCT namespace FROM items WHERE {live}", params)
+            for (namespace,) in self._conn.execute(f"SELECT namespace FROM namespaces WHERE {where}", spaces)
         }
         want = min(_RECALL_CEILING, max(1, (op.offset + op.limit) * (4 if op.filter else 2)))
         scores: dict[str, float] = {}
@@ -448,7 +507,9 @@ class MnemoStore(BaseStore):
         namespaces = {
             tuple(namespace.split("."))
             for (namespace,) in self._conn.execute(
-                "SELECT DISTINCT namespace FROM items WHERE expires_at IS NULL OR expires_at > ?", (time.time(),)
+                "SELECT namespace FROM namespaces n WHERE EXISTS (SELECT 1 FROM items i WHERE i.namespace = n.namespace"
+                " AND (i.expires_at IS NULL OR i.expires_at > ?))",
+                (time.time(),),
             )
         }
         kept = {
