@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
 import threading
 import time
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
@@ -53,6 +52,7 @@ from langgraph.store.base import (
     validate_op_namespace,
 )
 
+from .._db import close, connect, write_transaction
 from ..config import Settings, load_settings
 from ..embeddings import named_embedder
 from ..errors import InvalidArgument
@@ -232,9 +232,7 @@ class MnemoStore(BaseStore):
         )
         path = self.settings.home / ITEMS_FILENAME
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=FULL")
+        self._conn = connect(path)  # mnemo's own settings: WAL, a busy timeout, refusal of a damaged file
         self._lock = threading.RLock()
         self._views: dict[Scope, MemoryGraph] = {}
         self._ready = False
@@ -266,7 +264,7 @@ class MnemoStore(BaseStore):
         with self._lock:
             if not self._closed:
                 self._closed = True
-                self._conn.close()
+                close(self._conn)
                 self._graph.close()
 
     def __enter__(self) -> MnemoStore:
@@ -375,8 +373,7 @@ class MnemoStore(BaseStore):
         """Write the items in one transaction; returns the memories of the values they replaced. Read and
         replace share one write lock, so two processes putting one key never both keep a memory."""
         replaced: list[tuple[Scope, str]] = []
-        self._conn.execute("BEGIN IMMEDIATE")
-        try:
+        with write_transaction(self._conn):
             now = time.time()
             for write in writes:
                 op, namespace = write.op, ".".join(write.op.namespace)
@@ -401,10 +398,6 @@ class MnemoStore(BaseStore):
                     ),
                 )  # fmt: skip
                 self._conn.execute("INSERT OR IGNORE INTO namespaces VALUES (?)", (namespace,))
-            self._conn.execute("COMMIT")
-        except BaseException:
-            self._conn.execute("ROLLBACK")
-            raise
         return replaced
 
     def _purge(self, memories: Sequence[tuple[Scope, str]]) -> None:
