@@ -19,7 +19,9 @@ sqlite_store = pytest.importorskip("langgraph.store.sqlite", reason="needs langg
 from langgraph.store.base import GetOp, InvalidNamespaceError, ListNamespacesOp, PutOp, SearchOp  # noqa: E402
 
 from mnemo import AgentMemory  # noqa: E402
+from mnemo.embeddings import named_embedder  # noqa: E402
 from mnemo.errors import InvalidArgument  # noqa: E402
+from mnemo.graph import MemoryGraph  # noqa: E402
 from mnemo.integrations.langgraph import AsyncMnemoStore, MnemoStore, namespace_scope  # noqa: E402
 
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -334,3 +336,14 @@ def test_two_processes_writing_one_home_lose_nothing(tmp_path: Path) -> None:
         keys = [i.key for i in store.search(("alice",), limit=200)]
         assert len(keys) == 81 and "shared" in keys
         assert len(store.search(("alice",), query="last writer")) == 1
+
+
+def test_flush_embeds_every_namespaces_values(tmp_path: Path) -> None:
+    with MnemoStore.from_home(tmp_path) as store:
+        store.put(("alice", "notes"), "k", {"text": "Alice adopted a grey kitten"})
+        store.put(("bob",), "k", {"text": "Bob repairs vintage radios"})
+        store.flush()
+        database, embedder = store.settings.database_path, named_embedder("minilm", cache_dir=store.settings.cache_directory)
+    for namespace in (("alice", "notes"), ("bob",)):
+        with MemoryGraph(database, scope=namespace_scope(namespace), embedder=embedder) as graph:
+            assert graph.embed_pending() == 0

@@ -57,6 +57,7 @@ from ..config import Settings, load_settings
 from ..embeddings import named_embedder
 from ..errors import InvalidArgument
 from ..graph import BlockedContent, MemoryGraph, MemoryNotFound
+from ..safety import refusal_reason
 from ..scope import Scope
 
 ITEMS_FILENAME = "langgraph_store.db"
@@ -315,7 +316,11 @@ class MnemoStore(BaseStore):
         """Embed every value still waiting for its vector (a put leaves embedding to later searches, a
         bounded number each): after a bulk load, so the first searches see every item by meaning too."""
         with self._lock:
-            self._graph.flush()
+            if not self._ready:
+                self._create_tables()
+            scopes = {namespace_scope(n.split(".")) for (n,) in self._conn.execute("SELECT namespace FROM namespaces")}
+            for scope in scopes:
+                self._view(scope).flush()
 
     # -- the operations ----------------------------------------------------------------------
 
@@ -353,7 +358,7 @@ class MnemoStore(BaseStore):
             try:
                 self._view(scope).check_contents([w.text for w in writes], ["value"] * len(writes))
             except BlockedContent as exc:
-                raise InvalidArgument("value", str(exc)) from exc
+                raise InvalidArgument("value", refusal_reason(exc.findings)) from exc
         written: list[tuple[Scope, str]] = []
         try:
             for scope, writes in by_scope.items():
