@@ -38,11 +38,13 @@ from pathlib import Path
 from typing import Any
 
 from langgraph.store.base import (
+    NOT_PROVIDED,
     BaseStore,
     GetOp,
     Item,
     ListNamespacesOp,
     MatchCondition,
+    NotProvided,
     Op,
     PutOp,
     Result,
@@ -54,7 +56,7 @@ from langgraph.store.base import (
 
 from .._db import close, connect, write_transaction
 from ..config import Settings, load_settings
-from ..embeddings import named_embedder
+from ..embeddings import Embedder, named_embedder
 from ..errors import InvalidArgument
 from ..graph import BlockedContent, MemoryGraph, MemoryNotFound
 from ..safety import refusal_reason
@@ -210,7 +212,8 @@ class MnemoStore(BaseStore):
     """A LangGraph ``BaseStore`` on mnemo's memory graph; see the module for how the two map.
 
     ``home`` and ``**settings`` are mnemo's (see :func:`~mnemo.load_settings`); ``ttl`` is LangGraph's
-    ``TTLConfig`` (``default_ttl`` in minutes, ``refresh_on_read``). Open it as LangGraph's own stores
+    ``TTLConfig`` (``default_ttl`` in minutes, ``refresh_on_read``); ``embedder`` replaces the one the
+    ``graph_embedder`` setting names (``None``: full text only), as for :class:`~mnemo.graph.MemoryGraph`. Open it as LangGraph's own stores
     open: ``with MnemoStore.from_home(path) as store: store.setup()``. Safe to share between threads;
     several processes may share one home.
     """
@@ -223,14 +226,14 @@ class MnemoStore(BaseStore):
         *,
         settings: Settings | None = None,
         ttl: TTLConfig | None = None,
+        embedder: Embedder | None | NotProvided = NOT_PROVIDED,
         **overrides: Any,
     ) -> None:
         self.settings = settings if settings is not None else load_settings(home, **overrides)
         self.ttl_config = ttl
-        self._graph = MemoryGraph(
-            self.settings.database_target,
-            embedder=named_embedder(self.settings.graph_embedder, cache_dir=self.settings.cache_directory),
-        )
+        if isinstance(embedder, NotProvided):
+            embedder = named_embedder(self.settings.graph_embedder, cache_dir=self.settings.cache_directory)
+        self._graph = MemoryGraph(self.settings.database_target, embedder=embedder)
         path = self.settings.home / ITEMS_FILENAME
         path.parent.mkdir(parents=True, exist_ok=True)
         self._conn = connect(path)  # mnemo's own settings: WAL, a busy timeout, refusal of a damaged file
@@ -244,7 +247,8 @@ class MnemoStore(BaseStore):
     def from_home(
         cls, home: str | Path | None = None, *, ttl: TTLConfig | None = None, **settings: Any
     ) -> Iterator[MnemoStore]:
-        """A store on the mnemo home ``home`` (default: ``MNEMO_HOME``), closed when the block ends."""
+        """A store on the mnemo home ``home`` (default: ``MNEMO_HOME``), closed when the block ends;
+        ``settings`` as for the constructor."""
         store = cls(home, ttl=ttl, **settings)
         try:
             yield store
