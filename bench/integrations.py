@@ -78,7 +78,9 @@ async def _timed(call: Callable[[], Any]) -> float:
     return _ms(time.perf_counter() - started)
 
 
-async def _pairs(n: int, direct: Callable[[int], Any], adapter: Callable[[int], Any]) -> tuple[list[float], list[float]]:
+async def _pairs(
+    n: int, direct: Callable[[int], Any], adapter: Callable[[int], Any]
+) -> tuple[list[float], list[float]]:
     """``n`` interleaved timings of ``direct(i)`` and ``adapter(i)`` (sync or async), after a warm-up."""
     for i in range(WARMUP):
         await _timed(lambda: direct(-1 - i))
@@ -112,16 +114,20 @@ async def _langgraph_rows(home: Path, n: int) -> list[list[str]]:
     from mnemo.integrations.langgraph import MnemoStore
 
     texts = _sentences()
-    with MnemoStore.from_home(home, graph_embedder="none") as store, MemoryGraph(
-        store.settings.database_path, scope=namespace_scope(NAMESPACE)
-    ) as view:
+    with (
+        MnemoStore.from_home(home, graph_embedder="none") as store,
+        MemoryGraph(store.settings.database_path, scope=namespace_scope(NAMESPACE)) as view,
+    ):
         store.setup()
         from langgraph.store.base import PutOp
 
         store.batch([PutOp(NAMESPACE, f"seed-{i}", {"text": next(texts)}) for i in range(1000)])
         memory_ids = [view.remember(next(texts)).id for _ in range(50)]
         keys = [f"seed-{i}" for i in range(50)]
-        queries = [f"who {v} {o}" for v, o in itertools.product(["prefers", "booked", "asked about"], ["tea", "trip", "desk", "class"])]
+        queries = [
+            f"who {v} {o}"
+            for v, o in itertools.product(["prefers", "booked", "asked about"], ["tea", "trip", "desk", "class"])
+        ]
         rows = [_row("LangGraph store.put vs MemoryGraph.remember",
                      *await _pairs(n, lambda i: view.remember(next(texts)), lambda i: store.put(NAMESPACE, f"k{i}", {"text": next(texts)})))]  # fmt: skip
         rows.append(_row("LangGraph store.get vs MemoryGraph.get",
@@ -269,7 +275,12 @@ def _load(store: Any, items: list[tuple[tuple[str, ...], str, dict]]) -> float:
 
 def _turn_texts(samples: list[dict]) -> list[str]:
     # Without the invisible characters the threat scan refuses (as bench/locomo.py stores them), for both stores.
-    return [_visible(_turn_text(turn)) for sample in samples for _, turns, _ in _sessions(sample.get("conversation", {})) for turn in turns]
+    return [
+        _visible(_turn_text(turn))
+        for sample in samples
+        for _, turns, _ in _sessions(sample.get("conversation", {}))
+        for turn in turns
+    ]
 
 
 def scale(workdir: Path, samples: list[dict], count: int) -> dict[str, Any]:
@@ -294,7 +305,11 @@ def scale(workdir: Path, samples: list[dict], count: int) -> dict[str, Any]:
                 started = time.perf_counter()
                 store.search(("scale", "user"), query=question, limit=10)
                 times.append(_ms(time.perf_counter() - started))
-            results[name] = {"load_items_per_s": count / seconds, "p50": statistics.median(times), "p95": _p(times, 0.95)}
+            results[name] = {
+                "load_items_per_s": count / seconds,
+                "p50": statistics.median(times),
+                "p95": _p(times, 0.95),
+            }
     conn.close()
     print_table(f"LangGraph store search at {count:,} items in one namespace, ms ({len(questions)} LoCoMo questions, limit 10, MiniLM vectors)",
                 ["store", "load (items/s, vectors precomputed)", "search p50", "search p95"],
@@ -315,10 +330,15 @@ def locomo(workdir: Path, samples: list[dict]) -> dict[str, Any]:
         for number, sample in enumerate(samples):
             namespace = ("locomo", str(sample.get("sample_id", number)))
             turns = [turn for _, session, _ in _sessions(sample.get("conversation", {})) for turn in session]
-            items = [(namespace, str(t.get("dia_id")), {"text": _visible(_turn_text(t)), "dia_id": str(t.get("dia_id"))}) for t in turns]
+            items = [
+                (namespace, str(t.get("dia_id")), {"text": _visible(_turn_text(t)), "dia_id": str(t.get("dia_id"))})
+                for t in turns
+            ]
             plain = sqlite3.connect(":memory:")
             plain.execute("CREATE VIRTUAL TABLE turns USING fts5(text, dia_id UNINDEXED, tokenize='porter unicode61')")
-            plain.executemany("INSERT INTO turns(text, dia_id) VALUES (?, ?)", [(v["text"], v["dia_id"]) for _, _, v in items])
+            plain.executemany(
+                "INSERT INTO turns(text, dia_id) VALUES (?, ?)", [(v["text"], v["dia_id"]) for _, _, v in items]
+            )
             for store in stores.values():
                 _load(store, items)
             for category, evidence, question, _ in _scored_questions(sample):

@@ -135,7 +135,13 @@ def test_list_namespaces_with_prefix_suffix_and_depth(store) -> None:
 def test_batch_returns_one_result_per_operation_in_order(store) -> None:
     store.put(("alice",), "k", {"text": "batched"})
     results = store.batch(
-        [GetOp(("alice",), "k"), SearchOp(("alice",)), ListNamespacesOp(), PutOp(("bob",), "k", {"text": "b"}), GetOp(("alice",), "nothing")]
+        [
+            GetOp(("alice",), "k"),
+            SearchOp(("alice",)),
+            ListNamespacesOp(),
+            PutOp(("bob",), "k", {"text": "b"}),
+            GetOp(("alice",), "nothing"),
+        ]
     )
     assert results[0].value == {"text": "batched"} and [item.key for item in results[1]] == ["k"]
     assert results[2] == [("alice",)] and results[3] is None and results[4] is None
@@ -343,7 +349,10 @@ def test_flush_embeds_every_namespaces_values(tmp_path: Path) -> None:
         store.put(("alice", "notes"), "k", {"text": "Alice adopted a grey kitten"})
         store.put(("bob",), "k", {"text": "Bob repairs vintage radios"})
         store.flush()
-        database, embedder = store.settings.database_path, named_embedder("minilm", cache_dir=store.settings.cache_directory)
+        database, embedder = (
+            store.settings.database_path,
+            named_embedder("minilm", cache_dir=store.settings.cache_directory),
+        )
     for namespace in (("alice", "notes"), ("bob",)):
         with MemoryGraph(database, scope=namespace_scope(namespace), embedder=embedder) as graph:
             assert graph.embed_pending() == 0

@@ -154,7 +154,9 @@ def test_memory_tools_are_mnemos_tools_as_function_tools(tmp_path: Path) -> None
         tools = memory_tools(memory)
         assert [tool.name for tool in tools] == ["recall", "remember", "session_search"]
         remember = tools[1]
-        saved = json.loads(asyncio.run(remember.on_invoke_tool(_context("t1"), '{"content": "The office wifi is slow"}')))
+        saved = json.loads(
+            asyncio.run(remember.on_invoke_tool(_context("t1"), '{"content": "The office wifi is slow"}'))
+        )
         assert saved["success"] and [m.content for m in memory.recall("wifi")] == ["The office wifi is slow"]
 
 

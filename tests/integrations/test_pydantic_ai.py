@@ -64,7 +64,9 @@ def call_then_answer(tool: str, arguments: dict, seen: list[list[ModelMessage]])
 
 
 def user_prompts(messages: list[ModelMessage]) -> list[str]:
-    return [p.content for m in messages if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, UserPromptPart)]
+    return [
+        p.content for m in messages if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, UserPromptPart)
+    ]
 
 
 def test_the_toolset_offers_typed_recall_remember_and_session_search(open_memory) -> None:
@@ -82,7 +84,9 @@ def test_the_toolset_offers_typed_recall_remember_and_session_search(open_memory
 
 def test_remember_saves_in_the_scope_of_the_memory(open_memory) -> None:
     memory = open_memory()
-    agent = Agent(call_then_answer("remember", {"content": "Alice sails a yellow boat"}, []), toolsets=[memory_toolset(memory)])
+    agent = Agent(
+        call_then_answer("remember", {"content": "Alice sails a yellow boat"}, []), toolsets=[memory_toolset(memory)]
+    )
     agent.run_sync("remember my boat")
     assert [m.content for m in memory.recall("boat")] == ["Alice sails a yellow boat"]
 
@@ -103,7 +107,9 @@ def test_a_refused_write_is_explained_to_the_model_and_saves_nothing(open_memory
 
 
 def test_a_bad_argument_is_explained_to_the_model(open_memory) -> None:
-    result = Agent(call_then_answer("recall", {"query": "x", "limit": 999}, []), toolsets=[memory_toolset(open_memory())]).run_sync("?")
+    result = Agent(
+        call_then_answer("recall", {"query": "x", "limit": 999}, []), toolsets=[memory_toolset(open_memory())]
+    ).run_sync("?")
     assert "limit" in result.output
 
 
@@ -111,7 +117,11 @@ def test_the_context_reaches_every_request_of_the_run_but_not_the_history(open_m
     memory = open_memory()
     memory.remember("Alice sails a yellow boat")
     seen: list[list[ModelMessage]] = []
-    agent = Agent(call_then_answer("recall", {"query": "boat"}, seen), toolsets=[memory_toolset(memory)], capabilities=[MnemoContext(memory)])
+    agent = Agent(
+        call_then_answer("recall", {"query": "boat"}, seen),
+        toolsets=[memory_toolset(memory)],
+        capabilities=[MnemoContext(memory)],
+    )
     result = agent.run_sync("what boat do I sail?")
     assert len(seen) == 2
     for request in seen:
@@ -123,15 +133,20 @@ def test_the_context_reaches_every_request_of_the_run_but_not_the_history(open_m
 def test_no_context_leaves_the_prompt_as_it_is(open_memory) -> None:
     seen: list[list[ModelMessage]] = []
     memory = open_memory()
-    Agent(call_then_answer("recall", {"query": "x"}, seen), toolsets=[memory_toolset(memory)], capabilities=[MnemoContext(memory)]).run_sync("hello")
+    Agent(
+        call_then_answer("recall", {"query": "x"}, seen),
+        toolsets=[memory_toolset(memory)],
+        capabilities=[MnemoContext(memory)],
+    ).run_sync("hello")
     assert user_prompts(seen[0]) == ["hello"]
 
 
 def test_a_finished_run_is_archived_for_later_sessions(open_memory) -> None:
     memory = open_memory("first")
-    Agent(FunctionModel(lambda m, i: ModelResponse(parts=[TextPart("Noted, the gate code is 4711.")])), capabilities=[MnemoContext(memory)]).run_sync(
-        "The garden gate code is 4711"
-    )
+    Agent(
+        FunctionModel(lambda m, i: ModelResponse(parts=[TextPart("Noted, the gate code is 4711.")])),
+        capabilities=[MnemoContext(memory)],
+    ).run_sync("The garden gate code is 4711")
     memory.close()
     later = open_memory("second")
     assert [hits.root.id for hits in later.search_sessions("gate code")] == ["first"]
@@ -141,7 +156,11 @@ def test_two_users_never_see_each_other(open_memory) -> None:
     open_memory("a", "alice").remember("Alice's locker combination is 3-14-15")
     bob = open_memory("b", "bob")
     seen: list[list[ModelMessage]] = []
-    agent = Agent(call_then_answer("recall", {"query": "locker combination"}, seen), toolsets=[memory_toolset(bob)], capabilities=[MnemoContext(bob)])
+    agent = Agent(
+        call_then_answer("recall", {"query": "locker combination"}, seen),
+        toolsets=[memory_toolset(bob)],
+        capabilities=[MnemoContext(bob)],
+    )
     result = agent.run_sync("what is the locker combination?")
     assert "3-14-15" not in result.output and "3-14-15" not in user_prompts(seen[0])[0]
 

@@ -38,7 +38,9 @@ class ScriptedModel(Model):
             )
             return ModelResponse(output=[call], usage=Usage(), response_id=None)
         text = ResponseOutputText(type="output_text", text=str(outputs[-1]["output"]), annotations=[])
-        message = ResponseOutputMessage(id="msg-1", type="message", role="assistant", status="completed", content=[text])
+        message = ResponseOutputMessage(
+            id="msg-1", type="message", role="assistant", status="completed", content=[text]
+        )
         return ModelResponse(output=[message], usage=Usage(), response_id=None)
 
     def stream_response(self, *args, **kwargs):

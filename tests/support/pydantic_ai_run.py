@@ -13,7 +13,15 @@ import sys
 from typing import Any
 
 from pydantic_ai import Agent
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart, UserPromptPart
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from mnemo import AgentMemory
@@ -22,7 +30,9 @@ from mnemo.integrations.pydantic_ai import MnemoContext, memory_toolset
 
 def scripted(tool: str, arguments: dict[str, Any], prompts: list[str]) -> FunctionModel:
     def reply(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        prompts.extend(p.content for m in messages if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, UserPromptPart))
+        prompts.extend(
+            p.content for m in messages if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, UserPromptPart)
+        )
         returned = [p for p in messages[-1].parts if isinstance(p, ToolReturnPart)]
         if returned:
             return ModelResponse(parts=[TextPart(json.dumps(returned[0].model_response_object(), default=str))])
@@ -33,8 +43,12 @@ def scripted(tool: str, arguments: dict[str, Any], prompts: list[str]) -> Functi
 
 def run(home: str, user: str, prompt: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
     prompts: list[str] = []
-    with AgentMemory.open(f"{user}-{tool}", home, user_id=user, graph_embedder="none", archive_embedder="none") as memory:
-        agent = Agent(scripted(tool, arguments, prompts), toolsets=[memory_toolset(memory)], capabilities=[MnemoContext(memory)])
+    with AgentMemory.open(
+        f"{user}-{tool}", home, user_id=user, graph_embedder="none", archive_embedder="none"
+    ) as memory:
+        agent = Agent(
+            scripted(tool, arguments, prompts), toolsets=[memory_toolset(memory)], capabilities=[MnemoContext(memory)]
+        )
         result = agent.run_sync(prompt)
     return {"answer": result.output, "prompts": prompts}
 

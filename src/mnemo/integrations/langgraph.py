@@ -470,8 +470,12 @@ class MnemoStore(BaseStore):
             self._refresh([row for row, _ in page])
         return [
             SearchItem(
-                namespace=tuple(row[0].split(".")), key=row[1], value=json.loads(row[2]),
-                created_at=_time(row[4]), updated_at=_time(row[5]), score=score,
+                namespace=tuple(row[0].split(".")),
+                key=row[1],
+                value=json.loads(row[2]),
+                created_at=_time(row[4]),
+                updated_at=_time(row[5]),
+                score=score,
             )  # fmt: skip
             for row, score in page
         ]
@@ -496,7 +500,9 @@ class MnemoStore(BaseStore):
             chunk = ids[start : start + 500]
             marks = ",".join("?" * len(chunk))
             rows.extend(
-                self._conn.execute(f"SELECT {_COLUMNS} FROM items WHERE memory_id IN ({marks}) AND {live}", [*chunk, *params])
+                self._conn.execute(
+                    f"SELECT {_COLUMNS} FROM items WHERE memory_id IN ({marks}) AND {live}", [*chunk, *params]
+                )
             )
         conditions = op.filter or {}
         found = [(row, scores[row[3]]) for row in rows if not conditions or _matches(json.loads(row[2]), conditions)]
@@ -504,7 +510,9 @@ class MnemoStore(BaseStore):
         return found
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
-        if op.max_depth is not None and (isinstance(op.max_depth, bool) or not isinstance(op.max_depth, int) or op.max_depth < 1):
+        if op.max_depth is not None and (
+            isinstance(op.max_depth, bool) or not isinstance(op.max_depth, int) or op.max_depth < 1
+        ):
             raise InvalidArgument("max_depth", f"must be a positive integer or None, got {op.max_depth!r}")
         namespaces = {
             tuple(namespace.split("."))

@@ -170,7 +170,9 @@ def _function_tool(memory: AgentMemory, schema: Mapping[str, Any]) -> FunctionTo
     name = schema["name"]
 
     async def invoke(context: ToolContext[Any], arguments: str) -> str:
-        return await asyncio.to_thread(memory.handle_tool_call, name, arguments or "{}", tool_call_id=context.tool_call_id)
+        return await asyncio.to_thread(
+            memory.handle_tool_call, name, arguments or "{}", tool_call_id=context.tool_call_id
+        )
 
     return FunctionTool(
         name=name,
