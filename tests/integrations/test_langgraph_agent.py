@@ -3,28 +3,17 @@ in another, and never across users."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("langgraph.prebuilt", reason="needs the langgraph extra: pip install -e '.[langgraph]'")
 pytest.importorskip("langmem", reason="needs langmem (in the test extra)")
-
-ROOT = Path(__file__).resolve().parents[2]
+from support.runs import run_module  # noqa: E402
 
 
 def agent_run(home: Path, user: str, action: str, text: str) -> list[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests")])}
-    done = subprocess.run(
-        [sys.executable, "-m", "support.langgraph_agent", str(home), user, action, text],
-        env=env, capture_output=True, text=True, timeout=180,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    return run_module("support.langgraph_agent", str(home), user, action, text)
 
 
 def test_a_langgraph_agent_recalls_in_a_new_process_what_it_remembered(tmp_path: Path) -> None:

@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,8 +19,8 @@ from agents.memory.session_settings import SessionSettings  # noqa: E402
 from mnemo import AgentMemory  # noqa: E402
 from mnemo.errors import InvalidArgument  # noqa: E402
 from mnemo.integrations.openai_agents import MnemoSession, memory_tools  # noqa: E402
+from support.runs import run_module  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
 USER = {"role": "user", "content": "What is the capital of Portugal?"}
 CALL = {"type": "function_call", "call_id": "c1", "name": "lookup", "arguments": '{"country": "Portugal"}'}
 OUTPUT = {"type": "function_call_output", "call_id": "c1", "output": "Lisbon"}
@@ -176,13 +173,7 @@ def _context(call_id: str):
 
 
 def agent_run(home: Path, user: str, session_id: str, tool: str, arguments: dict) -> dict:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests")])}
-    done = subprocess.run(
-        [sys.executable, "-m", "support.openai_agents_run", str(home), user, session_id, tool, json.dumps(arguments)],
-        env=env, capture_output=True, text=True, timeout=180,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    return run_module("support.openai_agents_run", str(home), user, session_id, tool, json.dumps(arguments))
 
 
 def test_an_agent_recalls_in_a_new_process_what_it_remembered(tmp_path: Path) -> None:

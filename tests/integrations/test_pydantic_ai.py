@@ -5,9 +5,6 @@ and an agent that remembers in one process and recalls in another."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -30,8 +27,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
 
 from mnemo import AgentMemory  # noqa: E402
 from mnemo.integrations.pydantic_ai import MnemoContext, memory_toolset  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[2]
+from support.runs import run_module  # noqa: E402
 
 
 @pytest.fixture
@@ -166,13 +162,7 @@ def test_two_users_never_see_each_other(open_memory) -> None:
 
 
 def agent_run(home: Path, user: str, prompt: str, tool: str, arguments: dict) -> dict:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests")])}
-    done = subprocess.run(
-        [sys.executable, "-m", "support.pydantic_ai_run", str(home), user, prompt, tool, json.dumps(arguments)],
-        env=env, capture_output=True, text=True, timeout=180,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    return run_module("support.pydantic_ai_run", str(home), user, prompt, tool, json.dumps(arguments))
 
 
 def test_an_agent_recalls_in_a_new_process_what_it_remembered(tmp_path: Path) -> None:
