@@ -267,7 +267,7 @@ def _load(store: Any, items: list[tuple[tuple[str, ...], str, dict]]) -> float:
 
     started = time.perf_counter()
     for start in range(0, len(items), BATCH):
-        store.batch([PutOp(ns, key, value) for ns, key, value in items[start : start + BATCH]])
+        store.batch([PutOp(ns, key, value, index=["text"]) for ns, key, value in items[start : start + BATCH]])
     if hasattr(store, "flush"):
         store.flush()  # MnemoStore embeds lazily: make every item findable by meaning before searching
     return time.perf_counter() - started
