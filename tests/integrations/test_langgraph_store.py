@@ -298,7 +298,7 @@ def test_a_key_put_twice_in_one_batch_keeps_the_last_value_only(mnemo_store) -> 
 
 
 def test_an_oversized_text_is_refused(mnemo_store) -> None:
-    with pytest.raises(InvalidArgument):
+    with pytest.raises(InvalidArgument, match="^value: is 24,999 characters"):
         mnemo_store.put(("alice",), "k", {"text": "word " * 5000})
     assert mnemo_store.get(("alice",), "k") is None
 

@@ -204,6 +204,18 @@ def _checked(op: PutOp) -> tuple[str | None, str]:
     return document, indexed_text(op.value, fields)
 
 
+@contextmanager
+def _refusal() -> Iterator[None]:
+    """A refused text (blocked by the threat scan, too long) as the ``ValueError`` LangGraph's stores raise
+    for a bad value, naming the value rather than the graph's own field."""
+    try:
+        yield
+    except BlockedContent as exc:
+        raise InvalidArgument("value", refusal_reason(exc.findings)) from exc
+    except InvalidArgument as exc:
+        raise InvalidArgument("value", exc.problem) from exc
+
+
 def _time(seconds: float) -> datetime:
     return datetime.fromtimestamp(seconds, UTC)
 
@@ -358,17 +370,18 @@ class MnemoStore(BaseStore):
         for write in prepared:
             if write.text:
                 by_scope.setdefault(namespace_scope(write.op.namespace), []).append(write)
-        for scope, writes in by_scope.items():
-            try:
-                self._view(scope).check_contents([w.text for w in writes], ["value"] * len(writes))
-            except BlockedContent as exc:
-                raise InvalidArgument("value", refusal_reason(exc.findings)) from exc
+        if len(by_scope) > 1:
+            # Each scope's memories are one transaction: check them all before the first one commits.
+            for scope, writes in by_scope.items():
+                with _refusal():
+                    self._view(scope).check_contents([w.text for w in writes], ["value"] * len(writes))
         written: list[tuple[Scope, str]] = []
         try:
             for scope, writes in by_scope.items():
-                memories = self._view(scope).remember_many(
-                    [{"content": w.text, "source": f"langgraph:{w.op.key}"} for w in writes]
-                )
+                with _refusal():
+                    memories = self._view(scope).remember_many(
+                        [{"content": w.text, "source": f"langgraph:{w.op.key}"} for w in writes]
+                    )
                 for write, memory in zip(writes, memories, strict=True):
                     write.memory_id = memory.id
                     written.append((scope, memory.id))
