@@ -126,6 +126,22 @@ def test_the_context_reaches_every_request_of_the_run_but_not_the_history(open_m
     assert user_prompts(result.all_messages()) == ["what boat do I sail?"]
 
 
+def test_each_run_of_one_agent_gets_its_own_context(open_memory) -> None:
+    memory = open_memory()
+    seen: list[list[ModelMessage]] = []
+
+    def reply(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        seen.append(list(messages))
+        return ModelResponse(parts=[TextPart("ok")])
+
+    agent = Agent(FunctionModel(reply), capabilities=[MnemoContext(memory)])
+    agent.run_sync("what boat do I sail?")
+    memory.remember("Alice sails a yellow boat")
+    agent.run_sync("what boat do I sail?")
+    assert "<memory-context>" not in user_prompts(seen[0])[-1]
+    assert "yellow boat" in user_prompts(seen[1])[-1]
+
+
 def test_no_context_leaves_the_prompt_as_it_is(open_memory) -> None:
     seen: list[list[ModelMessage]] = []
     memory = open_memory()

@@ -97,22 +97,24 @@ class MnemoContext(AbstractCapability[Any]):
     history; records the finished turn with :meth:`~mnemo.AgentMemory.turn_complete`."""
 
     memory: AgentMemory
-    _fenced: dict[str | None, str] = dataclasses.field(default_factory=dict, repr=False)
+    _fenced: str | None = dataclasses.field(default=None, repr=False)
+
+    async def for_run(self, ctx: Any) -> MnemoContext:
+        # A copy per run holds that run's context block (Pydantic AI's place for per-run state).
+        return MnemoContext(self.memory)
 
     async def before_model_request(self, ctx: Any, request_context: Any) -> Any:
         prompt = ctx.prompt
         if not isinstance(prompt, str) or not prompt:
             return request_context
-        fenced = self._fenced.get(ctx.run_id)
-        if fenced is None:
+        if self._fenced is None:
             prepared = await asyncio.to_thread(self.memory.prepare_messages, prompt, [])
-            fenced = self._fenced[ctx.run_id] = prepared[-1]["content"]
-        if fenced != prompt:
-            request_context.messages = _with_prompt(request_context.messages, prompt, fenced)
+            self._fenced = prepared[-1]["content"]
+        if self._fenced != prompt:
+            request_context.messages = _with_prompt(request_context.messages, prompt, self._fenced)
         return request_context
 
     async def after_run(self, ctx: Any, *, result: Any) -> Any:
-        self._fenced.pop(ctx.run_id, None)
         if isinstance(ctx.prompt, str) and ctx.prompt:
             await asyncio.to_thread(self.memory.turn_complete, ctx.prompt, str(result.output))
         return result
