@@ -116,7 +116,8 @@ class MnemoContext(AbstractCapability[Any]):
 
     async def after_run(self, ctx: Any, *, result: Any) -> Any:
         if isinstance(ctx.prompt, str) and ctx.prompt:
-            await asyncio.to_thread(self.memory.turn_complete, ctx.prompt, str(result.output))
+            # Fire-and-forget (the providers' threads do the work): a worker thread would only add its hop.
+            self.memory.turn_complete(ctx.prompt, str(result.output))
         return result
 
 
