@@ -59,6 +59,11 @@ def call_then_answer(tool: str, arguments: dict, seen: list[list[ModelMessage]])
     return FunctionModel(reply)
 
 
+def memory_agent(memory: AgentMemory, model: FunctionModel) -> Agent:
+    """An agent with mnemo's toolset and per-turn context on ``memory``."""
+    return Agent(model, toolsets=[memory_toolset(memory)], capabilities=[MnemoContext(memory)])
+
+
 def user_prompts(messages: list[ModelMessage]) -> list[str]:
     return [
         p.content for m in messages if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, UserPromptPart)
@@ -113,11 +118,7 @@ def test_the_context_reaches_every_request_of_the_run_but_not_the_history(open_m
     memory = open_memory()
     memory.remember("Alice sails a yellow boat")
     seen: list[list[ModelMessage]] = []
-    agent = Agent(
-        call_then_answer("recall", {"query": "boat"}, seen),
-        toolsets=[memory_toolset(memory)],
-        capabilities=[MnemoContext(memory)],
-    )
+    agent = memory_agent(memory, call_then_answer("recall", {"query": "boat"}, seen))
     result = agent.run_sync("what boat do I sail?")
     assert len(seen) == 2
     for request in seen:
@@ -145,11 +146,7 @@ def test_each_run_of_one_agent_gets_its_own_context(open_memory) -> None:
 def test_no_context_leaves_the_prompt_as_it_is(open_memory) -> None:
     seen: list[list[ModelMessage]] = []
     memory = open_memory()
-    Agent(
-        call_then_answer("recall", {"query": "x"}, seen),
-        toolsets=[memory_toolset(memory)],
-        capabilities=[MnemoContext(memory)],
-    ).run_sync("hello")
+    memory_agent(memory, call_then_answer("recall", {"query": "x"}, seen)).run_sync("hello")
     assert user_prompts(seen[0]) == ["hello"]
 
 
@@ -168,11 +165,7 @@ def test_two_users_never_see_each_other(open_memory) -> None:
     open_memory("a", "alice").remember("Alice's locker combination is 3-14-15")
     bob = open_memory("b", "bob")
     seen: list[list[ModelMessage]] = []
-    agent = Agent(
-        call_then_answer("recall", {"query": "locker combination"}, seen),
-        toolsets=[memory_toolset(bob)],
-        capabilities=[MnemoContext(bob)],
-    )
+    agent = memory_agent(bob, call_then_answer("recall", {"query": "locker combination"}, seen))
     result = agent.run_sync("what is the locker combination?")
     assert "3-14-15" not in result.output and "3-14-15" not in user_prompts(seen[0])[0]
 

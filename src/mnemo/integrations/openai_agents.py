@@ -24,6 +24,7 @@ from agents.tool import FunctionTool
 
 from ..archive import SessionNotFound, StoredMessage, open_archive
 from ..config import Settings, load_settings
+from ..errors import InvalidArgument
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem
@@ -70,10 +71,11 @@ def _as_item(message: StoredMessage) -> TResponseInputItem:
 class MnemoSession:
     """The OpenAI Agents SDK ``Session`` protocol on mnemo's session archive.
 
-    ``session_id`` names the archived session (created on the first write); ``home``, ``user_id``,
-    ``agent_id``, ``channel_id`` and ``**settings`` are mnemo's, as for :class:`~mnemo.AgentMemory`.
-    ``session_settings.limit`` is the default for :meth:`get_items`. Items come back in the order they
-    were added, exactly as added. The archive is opened on first use and closed by :meth:`close`.
+    ``session_id`` names the archived session (created on the first write); ``home`` and ``**settings``
+    are mnemo's (see :func:`~mnemo.load_settings`), ``user_id``, ``agent_id`` and ``channel_id`` among them
+    (whose session it is), or a whole ``settings`` object. ``session_settings.limit`` is the default for
+    :meth:`get_items`. Items come back in the order they were added, exactly as added. :meth:`close`
+    closes the archive.
     """
 
     def __init__(
@@ -81,15 +83,12 @@ class MnemoSession:
         session_id: str,
         home: str | Path | None = None,
         *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        channel_id: str | None = None,
         session_settings: SessionSettings | None = None,
         settings: Settings | None = None,
         **overrides: Any,
     ) -> None:
-        scope = {"user_id": user_id, "agent_id": agent_id, "channel_id": channel_id}
-        overrides.update({name: value for name, value in scope.items() if value is not None})
+        if settings is not None and overrides:
+            raise InvalidArgument("settings", "give either a Settings object or keyword settings, not both")
         self.settings = settings if settings is not None else load_settings(home, **overrides)
         self.session_id = session_id
         self.session_settings = session_settings if session_settings is not None else SessionSettings()
