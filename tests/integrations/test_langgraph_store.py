@@ -320,6 +320,37 @@ def test_the_async_store_opens_as_langgraphs_async_stores_do(tmp_path: Path) -> 
     assert asyncio.run(main()) == ["k"]
 
 
+def _async_store(kind: str, tmp_path: Path):
+    """An async store opened the way its class documents: mnemo's, or LangGraph's AsyncSqliteStore."""
+    if kind == "mnemo":
+        return AsyncMnemoStore.from_home(tmp_path / "home", graph_embedder="none")
+    from langgraph.store.sqlite.aio import AsyncSqliteStore
+
+    return AsyncSqliteStore.from_conn_string(str(tmp_path / "reference.db"))
+
+
+@pytest.mark.parametrize("kind", ["mnemo", "langgraph-async-sqlite"])
+def test_the_async_contract_is_langgraphs_async_sqlite_stores(kind: str, tmp_path: Path) -> None:
+    async def main():
+        async with _async_store(kind, tmp_path) as store:
+            await store.setup()
+            await store.aput(("alice", "notes"), "a", {"text": "one", "n": 1})
+            await store.aput(("alice", "notes"), "b", {"text": "two", "n": 2})
+            await store.aput(("bob",), "a", {"text": "bob's", "n": 3})
+            results = await store.abatch(
+                [GetOp(("alice", "notes"), "a"), SearchOp(("alice",), filter={"n": {"$gt": 1}})]
+            )
+            await store.adelete(("alice", "notes"), "a")
+            return (
+                results[0].value,
+                [item.key for item in results[1]],
+                await store.aget(("alice", "notes"), "a"),
+                await store.alist_namespaces(prefix=("alice",)),
+            )
+
+    assert asyncio.run(main()) == ({"text": "one", "n": 1}, ["b"], None, [("alice", "notes")])
+
+
 _WRITER = """
 import sys
 from mnemo.integrations.langgraph import MnemoStore
