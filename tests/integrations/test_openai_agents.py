@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,7 +22,7 @@ from agents.memory.session_settings import SessionSettings  # noqa: E402
 from mnemo import AgentMemory  # noqa: E402
 from mnemo.errors import InvalidArgument  # noqa: E402
 from mnemo.integrations.openai_agents import MnemoSession, memory_tools  # noqa: E402
-from support.runs import run_module  # noqa: E402
+from support.runs import ROOT, run_module  # noqa: E402
 
 USER = {"role": "user", "content": "What is the capital of Portugal?"}
 CALL = {"type": "function_call", "call_id": "c1", "name": "lookup", "arguments": '{"country": "Portugal"}'}
@@ -110,6 +113,31 @@ def test_concurrent_writers_lose_nothing(make_session) -> None:
         return await session.get_items()
 
     assert sorted(item["content"] for item in asyncio.run(main())) == sorted(f"m{n}" for n in range(30))
+
+
+_WRITER = """
+import asyncio, sys
+from mnemo.integrations.openai_agents import MnemoSession
+session = MnemoSession("shared", sys.argv[1], user_id="alice", graph_embedder="none")
+for n in range(40):
+    asyncio.run(session.add_items([{"role": "user", "content": f"{sys.argv[2]}-{n}"}]))
+session.close()
+"""
+
+
+def test_two_processes_adding_to_one_session_lose_nothing(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    writers = [
+        subprocess.Popen([sys.executable, "-c", _WRITER, str(tmp_path), name], env=env, stderr=subprocess.PIPE)
+        for name in ("p1", "p2")
+    ]
+    for writer in writers:
+        assert writer.wait(timeout=120) == 0, writer.stderr.read().decode()
+    session = MnemoSession("shared", tmp_path, user_id="alice")
+    items = [item["content"] for item in asyncio.run(session.get_items())]
+    session.close()
+    for name in ("p1", "p2"):
+        assert [i for i in items if i.startswith(name)] == [f"{name}-{n}" for n in range(40)]
 
 
 # -- what mnemo adds ------------------------------------------------------------------------------
