@@ -175,8 +175,9 @@ class Archive(ABC):
     def rebuild_index(self) -> None:
         """Regenerate the full-text indexes from the messages."""
 
-    def _doomed_vectors(self, conn: Any, session_id: str) -> Any:
-        """Inside the delete of a session: what :meth:`_forget_vectors` needs once it committed."""
+    def _doomed_vectors(self, conn: Any, session_id: str, message_id: int | None = None) -> Any:
+        """Inside the delete of a session (or of its message ``message_id``): what :meth:`_forget_vectors`
+        needs once it committed."""
         return None
 
     def _forget_vectors(self, message_ids: list[int], doomed: Any) -> None:
@@ -405,6 +406,34 @@ class Archive(ABC):
             return ids
 
         return self._write(work)
+
+    def pop_message(self, session_id: str) -> StoredMessage | None:
+        """Remove and return the newest message of a session (a host undoing its last turn), or ``None`` when
+        the session has none; the search index and vectors follow, in one transaction."""
+
+        def work(conn: Any) -> tuple[StoredMessage | None, Any]:
+            if not self._in_scope(conn, session_id):
+                raise SessionNotFound(session_id)
+            row = conn.execute(
+                f"SELECT {MESSAGE_COLUMNS} FROM {MESSAGES_IN_SESSIONS} WHERE m.session_id = ? AND {SESSION_SCOPE_CLAUSE}"
+                " ORDER BY m.id DESC LIMIT 1",
+                (session_id, *self.scope.as_params()),
+            ).fetchone()
+            if row is None:
+                return None, None
+            message = StoredMessage.from_row(row)
+            doomed = self._doomed_vectors(conn, session_id, message.id)
+            conn.execute("DELETE FROM messages WHERE id = ?", (message.id,))
+            conn.execute(
+                "UPDATE sessions SET message_count = message_count - 1, tool_call_count = tool_call_count - ? WHERE id = ?",
+                (len(message.tool_calls or ()), session_id),
+            )
+            return message, doomed
+
+        message, doomed = self._write(work)
+        if message is not None:
+            self._forget_vectors([message.id], doomed)
+        return message
 
     def messages(
         self,

@@ -155,11 +155,14 @@ class SessionArchive(Archive):
         )
         return list(range(first, first + len(rows)))
 
-    def _doomed_vectors(self, conn: sqlite3.Connection, session_id: str) -> list[tuple[int, str, int]]:
+    def _doomed_vectors(
+        self, conn: sqlite3.Connection, session_id: str, message_id: int | None = None
+    ) -> list[tuple[int, str, int]]:
+        one = "" if message_id is None else " AND m.id = ?"
         return conn.execute(
             "SELECT v.seq, v.model, v.dim FROM message_vectors v JOIN messages m ON m.id = v.message_id"
-            " WHERE m.session_id = ?",
-            (session_id,),
+            f" WHERE m.session_id = ?{one}",
+            (session_id,) if message_id is None else (session_id, message_id),
         ).fetchall()
 
     def _forget_vectors(self, message_ids: list[int], doomed: list[tuple[int, str, int]]) -> None:

@@ -1,0 +1,30 @@
+"""Every test, each in the environment it needs: ``pip install nox && nox`` (the README's test command, and
+what CI runs). ``nox -s tests -- tests/graph`` runs part of the main session.
+
+Two environments because the OpenAI Agents SDK needs ``openai>=3`` while Hermes Agent 0.19 pins
+``openai==2.24.0``: the Agents SDK adapter is tested apart, everything else (Hermes included) together.
+"""
+
+from __future__ import annotations
+
+import nox
+
+nox.options.sessions = ["tests", "openai-agents"]
+nox.options.error_on_missing_interpreters = True
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """The whole suite with the test extras and the real Hermes Agent."""
+    session.install("-e", ".[test,hermes]")
+    session.run("pytest", "-q", *session.posargs)
+
+
+@nox.session(name="openai-agents")
+def openai_agents(session: nox.Session) -> None:
+    """The OpenAI Agents SDK adapter and its documentation page's example, against the real SDK."""
+    session.install("-e", ".[openai-agents]", "pytest>=8")
+    session.run(
+        "pytest", "-q", "tests/integrations/test_openai_agents.py", "tests/integrations/test_docs_examples.py",
+        *session.posargs,
+    )  # fmt: skip
