@@ -174,11 +174,11 @@ def _v2(executor: Executor) -> None:
     rebuild_hnsw(executor, "graph_vectors", "vector")
 
 
-# Provenance and the review queue, as in SQLite (see :data:`mnemo.graph.schema.PROVENANCE`).
+# Provenance and the review queue, as in SQLite (see :data:`mnemo.graph.schema.PROVENANCE`); safe to run again.
 _PROVENANCE = """
-ALTER TABLE graph_memories ADD COLUMN origin TEXT NOT NULL DEFAULT 'unknown';
-ALTER TABLE graph_memories ADD COLUMN origin_detail TEXT NOT NULL DEFAULT '';
-CREATE TABLE graph_review (
+ALTER TABLE graph_memories ADD COLUMN IF NOT EXISTS origin TEXT NOT NULL DEFAULT 'unknown';
+ALTER TABLE graph_memories ADD COLUMN IF NOT EXISTS origin_detail TEXT NOT NULL DEFAULT '';
+CREATE TABLE IF NOT EXISTS graph_review (
     id TEXT PRIMARY KEY,
     user_id TEXT NOT NULL,
     agent_id TEXT NOT NULL,
@@ -195,7 +195,7 @@ CREATE TABLE graph_review (
     decided_at DOUBLE PRECISION,
     outcome TEXT NOT NULL DEFAULT ''
 );
-CREATE INDEX graph_review_scope ON graph_review (user_id, agent_id, channel_id, state, created_at);
+CREATE INDEX IF NOT EXISTS graph_review_scope ON graph_review (user_id, agent_id, channel_id, state, created_at);
 """
 
 MIGRATIONS = [_v1, _v2, _TALLY, _PROVENANCE]
