@@ -39,7 +39,8 @@ def curated_payload(target: str, operations: Sequence[MemoryOp]) -> dict[str, An
     return {"target": target, "operations": ops}
 
 
-def _operations(payload: Mapping[str, Any]) -> list[MemoryOp]:
+def payload_operations(payload: Mapping[str, Any]) -> list[MemoryOp]:
+    """The curated operations a payload of :func:`curated_payload` holds."""
     ops: list[MemoryOp] = []
     for op in payload["operations"]:
         if op["action"] == "add":
@@ -51,9 +52,17 @@ def _operations(payload: Mapping[str, Any]) -> list[MemoryOp]:
     return ops
 
 
-def graph_payload(content: str, memory_type: str, *, importance: float | None, subject: str, source: str) -> dict[str, Any]:
+def graph_payload(
+    content: str, memory_type: str, *, importance: float | None, subject: str, source: str
+) -> dict[str, Any]:
     """A graph memory as a review payload."""
-    return {"content": content, "memory_type": memory_type, "importance": importance, "subject": subject, "source": source}
+    return {
+        "content": content,
+        "memory_type": memory_type,
+        "importance": importance,
+        "subject": subject,
+        "source": source,
+    }
 
 
 def approved_provenance(item: ReviewItem) -> Provenance:
@@ -83,7 +92,7 @@ def approve(
         raise InvalidArgument("store", "a curated edit needs the curated store to be approved")
     target = item.payload["target"]
     origin = {"via": "approval", "review_id": item.id, "provenance": provenance.as_dict()}
-    outcome = store.apply_batch(target, _operations(item.payload), origin=origin)
+    outcome = store.apply_batch(target, payload_operations(item.payload), origin=origin)
     return queue.decide(item, ReviewState.APPROVED, outcome.message)
 
 
@@ -144,4 +153,5 @@ __all__ = [
     "curated_payload",
     "graph_payload",
     "model_write",
+    "payload_operations",
 ]

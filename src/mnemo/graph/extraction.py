@@ -228,7 +228,7 @@ def message_provenance(session_id: str, messages: Sequence[Mapping[str, Any]]) -
             )
             found.append(exposure)
         elif exposure is not None:
-            found.append(Provenance(Origin.TAINTED, "extraction", exposure.source, session_id, excerpt=exposure.excerpt))
+            found.append(exposure)  # the model, speaking after it read a tool's output
         else:
             found.append(Provenance(Origin.MODEL, "extraction", session_id=session_id))
     return found

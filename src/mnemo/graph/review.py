@@ -162,7 +162,9 @@ class ReviewQueue:
             texts = [payload["content"]] if kind is WriteKind.GRAPH else [
                 op["content"] for op in payload.get("operations", ()) if op.get("content")
             ]  # fmt: skip
-            findings = [f for found in scan_many(texts, threshold=self.graph.scan_threshold) for f in finding_labels(found)]
+            findings = [
+                f for found in scan_many(texts, threshold=self.graph.scan_threshold) for f in finding_labels(found)
+            ]
         expires = None if self.expire_days is None else now + self.expire_days * _DAY
         item = ReviewItem(
             "r" + uuid.uuid4().hex[:12], kind, dict(payload), digest_of(kind.value, payload), provenance,

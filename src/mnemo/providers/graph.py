@@ -340,9 +340,8 @@ class GraphProvider:
         limit = self.graph.max_content_chars
         if len(content) > limit:
             content = content[: limit - 1].rstrip() + "…"
-        provenance = Provenance(
-            Origin.AGENT, "delegation", child_session_id or DELEGATION_SOURCE, self._session_key or "", excerpt=result[:200]
-        )
+        source = child_session_id or DELEGATION_SOURCE
+        provenance = Provenance(Origin.AGENT, "delegation", source, self._session_key or "", excerpt=result[:200])
         payload = graph_payload(content, MemoryType.EVENT.value, importance=None, subject="", source=DELEGATION_SOURCE)
         self.gate.queue(self.graph).submit(WriteKind.GRAPH, payload, provenance)
 
