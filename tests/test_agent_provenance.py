@@ -231,3 +231,18 @@ def test_two_processes_approving_one_write_apply_it_once(tmp_path):
     assert sorted(results.get(timeout=5) for _ in racers) == ["approved", "conflict"]
     with _open(tmp_path, "check") as memory:
         assert len(memory.recall("Canary Lane billing")) == 1
+
+
+def test_session_end_extraction_keeps_what_the_user_said_as_the_users(tmp_path):
+    with _open(tmp_path) as memory:
+        memory.end_session(
+            [
+                {"role": "user", "content": "I prefer tabs over spaces in every project."},
+                {"role": "tool", "name": "fetch_page", "content": EMAIL},
+                {"role": "assistant", "content": "Done."},
+            ]
+        )
+    with _open(tmp_path, "s2") as memory:
+        [found] = memory.recall("tabs or spaces")
+        assert found.content == "User prefers tabs over spaces in every project."
+        assert memory.get_memory(found.id).provenance.origin is Origin.USER
