@@ -19,7 +19,7 @@ from ..graph.types import MemoryType, Relation
 from ..provenance import Origin
 from ..review import HELD_MESSAGE, MODEL_WRITES, WriteGate, graph_payload
 from ..safety.scan import finding_labels
-from ._json import failure, parameters_of, parse_arguments, success
+from ._json import check_required, failure, function_schema, parse_arguments, success
 
 _TYPES = [t.value for t in MemoryType]
 _RELATIONS = [r.value for r in Relation]
@@ -29,15 +29,7 @@ _RELATION_HELP = (
 )
 
 
-def _schema(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": description,
-            "parameters": {"type": "object", "properties": properties, "required": required, "additionalProperties": False},
-        },
-    }
+_schema = function_schema
 
 
 RECALL_TOOL_SCHEMA = _schema(
@@ -122,10 +114,7 @@ GRAPH_TOOL_SCHEMAS: tuple[dict[str, Any], ...] = (
 GRAPH_TOOL_NAMES: frozenset[str] = frozenset(s["function"]["name"] for s in GRAPH_TOOL_SCHEMAS)
 
 
-def _check_required(args: Mapping[str, Any], schema: Mapping[str, Any]) -> None:
-    for name in parameters_of(schema)["required"]:
-        if args.get(name) is None:
-            raise InvalidArgument(name, "is required")
+_check_required = check_required
 
 
 def _optional_string(args: Mapping[str, Any], name: str) -> str | None:
