@@ -53,12 +53,15 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ".graph.recalled": (
         "RecalledMemory",
     ),
+    ".graph.review": (
+        "ReviewConflict", "ReviewItem", "ReviewNotFound", "ReviewState",
+    ),
     ".llm": (
         "LLM", "ChatResponse", "LLMError", "LLMNotConfigured", "ScriptedLLM", "ScriptedToolCall", "ToolCall",
         "OpenAICompatibleLLM",
     ),
     ".loop": (
-        "Conversation", "ToolEvent", "Turn",
+        "Conversation", "HostTool", "ToolEvent", "Turn",
     ),
     ".providers": (
         "BaseProvider", "ConfigField", "LifecycleHooks", "MemoryProvider", "ProviderCapabilities", "ProviderError",
@@ -67,6 +70,9 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ".safety": (
         "MEMORY_CONTEXT_TAG", "ContextScrubber", "Finding", "build_memory_context_block",
         "inject_memory_context", "sanitize_context", "scan", "scrub_memory_context",
+    ),
+    ".provenance": (
+        "Origin", "Provenance",
     ),
     ".scope": (
         "Scope",
@@ -146,6 +152,12 @@ if TYPE_CHECKING:
     from .graph.recalled import (
         RecalledMemory,
     )
+    from .graph.review import (
+        ReviewConflict,
+        ReviewItem,
+        ReviewNotFound,
+        ReviewState,
+    )
     from .llm import (
         LLM,
         ChatResponse,
@@ -158,8 +170,13 @@ if TYPE_CHECKING:
     )
     from .loop import (
         Conversation,
+        HostTool,
         ToolEvent,
         Turn,
+    )
+    from .provenance import (
+        Origin,
+        Provenance,
     )
     from .providers import (
         BaseProvider,
@@ -227,6 +244,7 @@ __all__ = [
     "Finding",
     "ForeignDatabase",
     "Hit",
+    "HostTool",
     "InvalidArgument",
     "LLM",
     "LLMError",
@@ -248,7 +266,9 @@ __all__ = [
     "MnemoError",
     "NoMatchingEntry",
     "OpenAICompatibleLLM",
+    "Origin",
     "OverBudget",
+    "Provenance",
     "ProviderCapabilities",
     "ProviderError",
     "ProviderRegistry",
@@ -256,6 +276,10 @@ __all__ = [
     "Relation",
     "Remove",
     "Replace",
+    "ReviewConflict",
+    "ReviewItem",
+    "ReviewNotFound",
+    "ReviewState",
     "Scope",
     "ScriptedLLM",
     "ScriptedToolCall",
