@@ -519,6 +519,7 @@ class AgentMemory(TypedMemoryAPI):
         results, final reply): the session archive then keeps all of it, not just the two texts.
         """
         self._require_session()
+        self.taint.user_said(user_message)
         archive = next((p for p in self.registry.providers if isinstance(p, ArchiveProvider)), None)
         if messages is not None and archive is not None:
             try:
