@@ -246,3 +246,11 @@ def test_session_end_extraction_keeps_what_the_user_said_as_the_users(tmp_path):
         [found] = memory.recall("tabs or spaces")
         assert found.content == "User prefers tabs over spaces in every project."
         assert memory.get_memory(found.id).provenance.origin is Origin.USER
+
+
+def test_with_quarantine_off_a_tainted_write_is_applied_and_stamped_tainted(tmp_path):
+    with _open(tmp_path, quarantine=False) as memory:
+        _read_mail(memory)
+        assert _add(memory, PAYLOAD)["success"] is True and memory.review_list() == []
+        provenance = memory.store.provenance_of("user", PAYLOAD)
+        assert provenance.origin is Origin.TAINTED and provenance.source == "read_email"

@@ -163,7 +163,10 @@ class AgentMemory(TypedMemoryAPI):
             graph = GraphProvider.from_settings(
                 self.settings, frozen_entries=self._frozen_entries, embedder=models[self.settings.graph_embedder]
             )
-            graph.gate = WriteGate(self._write_provenance, self._mirrored_provenance, self.settings.review_expire_days)
+            graph.gate = WriteGate(
+                self._write_provenance, self._mirrored_provenance, self.settings.review_expire_days,
+                self.settings.quarantine,
+            )  # fmt: skip
             builtin.append(graph)
         return builtin
 
@@ -449,7 +452,7 @@ class AgentMemory(TypedMemoryAPI):
             return memory_history_result(self.store, call.target)
         written = "\n".join(op.content for op in call.operations if isinstance(op, (Add, Replace)))
         provenance = self._write_provenance(written, "tool")
-        if provenance.untrusted:
+        if provenance.untrusted and self.settings.quarantine:
             return self._hold_curated(call, provenance)
         try:
             outcome = self._edit_curated(

@@ -120,12 +120,17 @@ class WriteGate:
     ``provenance(content, via)`` is the writer's provenance for a write of ``content`` now (an
     :class:`~mnemo.AgentMemory` answers from its session's taint); ``mirrored(target, content)`` that of a
     curated entry being mirrored into the graph (its own record when mnemo wrote it); ``expire_days`` how
-    long a held write waits for review.
+    long a held write waits for review; with ``quarantine`` off, untrusted writes are applied (stamped).
     """
 
     provenance: Callable[[str, str], Provenance] = model_write
     mirrored: Callable[[str, str], Provenance] | None = None
     expire_days: float | None = DEFAULT_EXPIRE_DAYS
+    quarantine: bool = True
+
+    def holds(self, provenance: Provenance) -> bool:
+        """Whether a write of ``provenance`` waits for review (untrusted, with quarantine on)."""
+        return self.quarantine and provenance.untrusted
 
     def queue(self, graph: MemoryGraph) -> ReviewQueue:
         """The review queue of ``graph``'s database and scope."""

@@ -42,9 +42,10 @@ def test_memories_from_the_users_words_are_the_users_and_tool_derived_ones_are_h
     assert all("CANARY" not in m.content for m in graph.memories())
 
 
-def test_without_a_review_queue_tool_derived_candidates_are_dropped(graph):
+def test_without_a_review_queue_tool_derived_candidates_are_written_stamped_untrusted(graph):
     report = extract_messages(graph, "s1", MESSAGES, extractor=READ_ALL)
-    assert report.refused == 2 and all("CANARY" not in m.content for m in graph.memories())
+    tainted = [m for m in report.memories if "CANARY" in m.content]
+    assert len(tainted) == 2 and all(m.provenance.origin is Origin.TAINTED for m in tainted)
 
 
 def test_extracting_the_same_messages_again_holds_nothing_more(graph):

@@ -17,6 +17,7 @@ from ..archive.locate import ArchivedRef
 from ..errors import InvalidArgument
 from .extract_rules import extract as extract_by_rules
 from .extraction import ExtractionReport, Extractor, extract_messages, extracted_from
+from .review import ReviewQueue
 from .store import MemoryGraph
 
 if TYPE_CHECKING:
@@ -63,11 +64,13 @@ def backfill(
     extractor: Extractor = extract_by_rules,
     batch: int = BATCH,
     advance: Callable[[int], None] | None = None,
+    review: ReviewQueue | None = None,
 ) -> ExtractionReport:
     """Extract every archived message of ``session_ids`` not extracted before into ``graph``.
 
     ``graph`` and ``archive`` must share a database and scope (extraction links memories to archive rows
-    by id). ``advance(n)`` is called after each batch with the messages it covered.
+    by id). ``advance(n)`` is called after each batch with the messages it covered. Candidates of untrusted
+    provenance wait in ``review`` (see :func:`~mnemo.graph.extraction.extract_messages`).
     """
     if graph.scope != archive.scope:
         raise InvalidArgument("archive", f"must have the graph's scope ({graph.scope}), not {archive.scope}")
@@ -82,7 +85,8 @@ def backfill(
             if not fresh:
                 continue
             refs = [ArchivedRef(m.id, session_id, m.created_at) for m in fresh]
-            report.add(extract_messages(graph, session_id, [_as_message(m) for m in fresh], extractor=extractor, refs=refs))
+            messages = [_as_message(m) for m in fresh]
+            report.add(extract_messages(graph, session_id, messages, extractor=extractor, refs=refs, review=review))
             if advance is not None:
                 advance(len(fresh))
     return report

@@ -12,8 +12,9 @@ An extractor (:mod:`.extract_rules` by default, :mod:`.extract_llm` when a model
   :func:`source_messages` can show where a recalled memory was said; its date is the message's;
 - **stamped**: a memory's provenance is the join of its source messages' (:func:`message_provenance`: the
   user's words are the user's; a tool's output, and what the model said after it in these messages, are
-  untrusted). An untrusted candidate is not written but held for review, when a ``review`` queue is given
-  (else dropped); the scan's refusal of a user's own words holds it too.
+  untrusted). An untrusted candidate is not written but held for review when a ``review`` queue is given
+  (without one it is written, stamped untrusted); the scan's refusal of a user's own words holds it too
+  (without a queue it is dropped).
 """
 
 from __future__ import annotations
@@ -149,7 +150,7 @@ def extract_messages(
         provenance = derived((said_by[i] for i in origin), "extraction")
         try:
             text = graph._unscanned(candidate.content, "content")
-            if not provenance.untrusted:  # a held candidate is scanned when queued, for the reviewer to see
+            if not (provenance.untrusted and review is not None):  # a held one is scanned when queued
                 graph.check_content(text)
             findings: tuple[dict[str, object], ...] = ()
         except BlockedContent as exc:
@@ -167,7 +168,7 @@ def extract_messages(
             continue
         seen.add(norm)
         item = graph._check_item(text, candidate.type, candidate.importance, session_id, candidate.subject, (), "")
-        if provenance.untrusted or findings:
+        if (provenance.untrusted and review is not None) or findings:
             if review is None:
                 report.refused += 1
             else:

@@ -116,7 +116,7 @@ class GraphProvider:
             "prune_after_days": settings.prune_after_days,
         }
         provider.bulletin_chars = settings.bulletin_chars
-        provider.gate = WriteGate(expire_days=settings.review_expire_days)
+        provider.gate = WriteGate(expire_days=settings.review_expire_days, quarantine=settings.quarantine)
         if settings.bulletin_llm:
             provider.synthesizer = lambda: bulletin_model(settings)
         provider._defaults = {
@@ -257,7 +257,7 @@ class GraphProvider:
         source = curated_source(target)
         provenance = self.gate.mirror_provenance(target, content) if action != "remove" else None
         try:
-            if provenance is not None and provenance.untrusted:
+            if provenance is not None and self.gate.holds(provenance):
                 # A host's own memory tool wrote it after untrusted content: it waits outside the graph.
                 payload = graph_payload(content, kind.value, importance=None, subject="", source=source)
                 self.gate.queue(self.graph).submit(WriteKind.GRAPH, payload, provenance)
@@ -313,8 +313,9 @@ class GraphProvider:
             return []
         try:
             report = extract_messages(
-                self.graph, self._session_key, messages, extractor=self._extractor, review=self.gate.queue(self.graph)
-            )
+                self.graph, self._session_key, messages, extractor=self._extractor,
+                review=self.gate.queue(self.graph) if self.gate.quarantine else None,
+            )  # fmt: skip
         except (MnemoError, sqlite3.Error) as exc:
             log.warning("graph: extraction %s failed: %s", when, exc)
             return []
@@ -342,6 +343,9 @@ class GraphProvider:
             content = content[: limit - 1].rstrip() + "…"
         source = child_session_id or DELEGATION_SOURCE
         provenance = Provenance(Origin.AGENT, "delegation", source, self._session_key or "", excerpt=result[:200])
+        if not self.gate.holds(provenance):
+            self.graph.remember(content, MemoryType.EVENT, source=DELEGATION_SOURCE, provenance=provenance)
+            return
         payload = graph_payload(content, MemoryType.EVENT.value, importance=None, subject="", source=DELEGATION_SOURCE)
         self.gate.queue(self.graph).submit(WriteKind.GRAPH, payload, provenance)
 

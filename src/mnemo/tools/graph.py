@@ -151,7 +151,7 @@ def _remember(graph: MemoryGraph, args: dict[str, Any], gate: WriteGate) -> str:
     subject = _optional_string(args, "subject") or ""
     kind = args.get("type", MemoryType.FACT.value)
     payload = graph_payload(text, kind, importance=args.get("importance"), subject=subject, source="")
-    if provenance.untrusted:
+    if gate.holds(provenance):
         graph._check_item(text, kind, args.get("importance"), "", subject, (), "")  # a bad write is refused, not held
         return held_result(gate.queue(graph).submit(WriteKind.GRAPH, payload, provenance))
     relations = args.get("relations") or []
