@@ -18,6 +18,7 @@ unless disabled in the settings.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -49,7 +50,7 @@ from .providers import (
 from .providers.configuration import session_configs
 from .providers.discovery import PluginProblem, load_enabled
 from .providers.registry import message_text
-from .review import WriteGate, curated_payload
+from .review import curated_payload
 from .safety import build_memory_context_block, inject_memory_context, render_sections, scan
 from .safety.scan import finding_labels
 from .taint import TaintTracker
@@ -163,10 +164,9 @@ class AgentMemory(TypedMemoryAPI):
             graph = GraphProvider.from_settings(
                 self.settings, frozen_entries=self._frozen_entries, embedder=models[self.settings.graph_embedder]
             )
-            graph.gate = WriteGate(
-                self._write_provenance, self._mirrored_provenance, self.settings.review_expire_days,
-                self.settings.quarantine,
-            )  # fmt: skip
+            graph.gate = dataclasses.replace(
+                graph.gate, provenance=self._write_provenance, mirrored=self._mirrored_provenance
+            )
             builtin.append(graph)
         return builtin
 

@@ -120,13 +120,15 @@ class WriteGate:
     ``provenance(content, via)`` is the writer's provenance for a write of ``content`` now (an
     :class:`~mnemo.AgentMemory` answers from its session's taint); ``mirrored(target, content)`` that of a
     curated entry being mirrored into the graph (its own record when mnemo wrote it); ``expire_days`` how
-    long a held write waits for review; with ``quarantine`` off, untrusted writes are applied (stamped).
+    long a held write waits for review; with ``quarantine`` off, untrusted writes are applied (stamped);
+    ``trusted_tools`` are the tools whose results in a transcript do not taint what follows (mnemo's own).
     """
 
     provenance: Callable[[str, str], Provenance] = model_write
     mirrored: Callable[[str, str], Provenance] | None = None
     expire_days: float | None = DEFAULT_EXPIRE_DAYS
     quarantine: bool = True
+    trusted_tools: frozenset[str] = frozenset()
 
     def holds(self, provenance: Provenance) -> bool:
         """Whether a write of ``provenance`` waits for review (untrusted, with quarantine on)."""

@@ -16,8 +16,9 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from .provenance import Origin, Provenance
 
@@ -46,6 +47,18 @@ def _stem(word: str) -> str:
 def _distinctive(word: str) -> bool:
     """Words a paraphrase cannot introduce on its own: numbers, addresses, codes, long rare tokens."""
     return any(ch.isdigit() for ch in word) or any(ch in word for ch in "@/:+_") or len(word) >= 12
+
+
+def tool_call_names(messages: Iterable[Any]) -> dict[str, str]:
+    """The tool each call id of ``messages`` names (from the assistants' ``tool_calls``), so a tool result
+    that carries only its ``tool_call_id`` can be traced to the tool that produced it."""
+    return {
+        call["id"]: call["function"]["name"]
+        for message in messages if isinstance(message, Mapping) and message.get("role") == "assistant"
+        for call in message.get("tool_calls") or ()
+        if isinstance(call, Mapping) and isinstance(call.get("function"), Mapping)
+        and isinstance(call.get("id"), str) and isinstance(call["function"].get("name"), str)
+    }  # fmt: skip
 
 
 def supported_by(content: str, said: Iterable[str]) -> bool:

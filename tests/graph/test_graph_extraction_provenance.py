@@ -66,3 +66,22 @@ def test_a_held_item_expires_after_the_configured_days(graph, clock):
 def test_a_bad_expiry_is_refused(graph):
     with pytest.raises(ValueError, match="review_expire_days"):
         ReviewQueue(graph, expire_days=0)
+
+
+def test_a_trusted_tools_output_taints_nothing_after_it():
+    call = {"id": "c1", "type": "function", "function": {"name": "recall", "arguments": "{}"}}
+    messages = [
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "User likes tea"},
+        {"role": "assistant", "content": "I will use green tea in the plan."},
+    ]
+    assert [p.origin for p in message_provenance("s1", messages, {"recall"})] == [Origin.MODEL] * 3
+    assert message_provenance("s1", messages)[1].source == "recall"
+
+
+def test_a_write_already_awaiting_review_is_not_queued_twice(graph):
+    queue = ReviewQueue(graph)
+    first = queue.submit("graph", {"content": "Bank is CANARY-1234"}, message_provenance("s1", MESSAGES)[2])
+    again = queue.submit("curated", {"target": "memory", "operations": [{"action": "add", "content": "Bank is CANARY-1234"}]},
+                         message_provenance("s1", MESSAGES)[2])  # fmt: skip
+    assert again.id == first.id and len(queue.items()) == 1

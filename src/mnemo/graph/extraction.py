@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +30,7 @@ from ..archive.locate import ArchivedRef, locate_messages
 from ..errors import InvalidArgument
 from ..provenance import Origin, Provenance, derived
 from ..safety.scan import finding_labels
+from ..taint import tool_call_names
 from .errors import BlockedContent
 from .extract_rules import Candidate
 from .extract_rules import extract as extract_by_rules
@@ -122,6 +123,7 @@ def extract_messages(
     extractor: Extractor = extract_by_rules,
     refs: Sequence[ArchivedRef | None] | None = None,
     review: ReviewQueue | None = None,
+    trusted_tools: Collection[str] = (),
 ) -> ExtractionReport:
     """Extract memories from ``messages`` of ``session_id`` into ``graph`` (see the module docstring).
 
@@ -144,7 +146,7 @@ def extract_messages(
     candidates = extractor(batch)
     items, sources, seen, held = [], [], set(), []
     known = _live_texts(graph)
-    said_by = message_provenance(session_id, messages)
+    said_by = message_provenance(session_id, messages, trusted_tools)
     for candidate in candidates:
         origin = [fresh[i] for i in candidate.messages if 0 <= i < len(fresh)] or [fresh[0]]
         provenance = derived((said_by[i] for i in origin), "extraction")
@@ -209,10 +211,14 @@ def extract_messages(
     return report
 
 
-def message_provenance(session_id: str, messages: Sequence[Mapping[str, Any]]) -> list[Provenance]:
+def message_provenance(
+    session_id: str, messages: Sequence[Mapping[str, Any]], trusted_tools: Collection[str] = ()
+) -> list[Provenance]:
     """Each message's provenance by its role: the user's words are the user's, a system message the
-    operator's, a tool's output untrusted (named by its tool); the model's words are its own until a tool's
-    output appears among ``messages``, and untrusted from there on."""
+    operator's, a tool's output untrusted (named by its tool) unless the tool is one of ``trusted_tools``;
+    the model's words are its own until an untrusted output appears among ``messages``, and untrusted from
+    there on."""
+    called = tool_call_names(messages)
     found: list[Provenance] = []
     exposure: Provenance | None = None
     for message in messages:
@@ -221,9 +227,11 @@ def message_provenance(session_id: str, messages: Sequence[Mapping[str, Any]]) -
             found.append(Provenance(Origin.USER, "extraction", session_id=session_id))
         elif role == "system":
             found.append(Provenance(Origin.OPERATOR, "extraction", session_id=session_id))
+        elif role == "tool" and (message.get("name") or called.get(str(message.get("tool_call_id")))) in trusted_tools:
+            found.append(Provenance(Origin.MODEL, "extraction", session_id=session_id))
         elif role == "tool":
             text = message.get("content")
-            source = str(message.get("name") or message.get("tool_call_id") or "tool")
+            source = str(message.get("name") or called.get(str(message.get("tool_call_id"))) or "tool")
             exposure = Provenance(
                 Origin.TAINTED, "extraction", source, session_id, excerpt=text[:200] if isinstance(text, str) else ""
             )

@@ -92,9 +92,7 @@ class ReviewItem:
     @property
     def texts(self) -> list[str]:
         """The content the write would store (one text per added or replacing entry)."""
-        if self.kind is WriteKind.GRAPH:
-            return [str(self.payload.get("content", ""))]
-        return [str(op["content"]) for op in self.payload.get("operations", ()) if op.get("content")]
+        return _texts(self.kind, self.payload)
 
     @property
     def summary(self) -> str:
@@ -123,6 +121,12 @@ class ReviewItem:
             "decided": iso(self.decided_at),
             "outcome": self.outcome,
         }
+
+
+def _texts(kind: WriteKind, payload: Mapping[str, Any]) -> list[str]:
+    if kind is WriteKind.GRAPH:
+        return [str(payload.get("content", ""))]
+    return [str(op["content"]) for op in payload.get("operations", ()) if op.get("content")]
 
 
 def _item(row: Sequence[Any], now: float) -> ReviewItem:
@@ -155,13 +159,15 @@ class ReviewQueue:
         *,
         conn: Any = None,
     ) -> ReviewItem:
-        """Queue a write; inside the caller's write transaction when ``conn`` is given (extraction)."""
+        """Queue a write; inside the caller's write transaction when ``conn`` is given (extraction). A write
+        whose text already awaits review in this scope is not queued twice: the pending item is returned."""
         kind = WriteKind(kind)
         now = self.graph._clock()
+        texts = _texts(kind, payload)
+        twin = next((item for item in self.items(limit=1_000) if item.texts == texts), None) if texts else None
+        if twin is not None:
+            return twin
         if not findings:  # the scan is a second signal: the reviewer sees what it thinks of the text too
-            texts = [payload["content"]] if kind is WriteKind.GRAPH else [
-                op["content"] for op in payload.get("operations", ()) if op.get("content")
-            ]  # fmt: skip
             findings = [
                 f for found in scan_many(texts, threshold=self.graph.scan_threshold) for f in finding_labels(found)
             ]

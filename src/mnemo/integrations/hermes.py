@@ -37,6 +37,7 @@ from ..errors import ConfigError, InvalidArgument
 from ..providers import GraphProvider
 from ..providers.configuration import update_settings
 from ..scope import check_id
+from ..taint import tool_call_names
 
 log = logging.getLogger("mnemo.hermes")
 
@@ -376,16 +377,12 @@ def _plain_messages(messages: Sequence[Mapping[str, Any]] | None) -> list[dict[s
 def _tool_results(turn: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
     """Each tool result of a turn as (tool name, text): the name from the message, else from the assistant's
     call it answers."""
-    called = {
-        call.get("id"): (call.get("function") or {}).get("name")
-        for message in turn if message.get("role") == "assistant"
-        for call in message.get("tool_calls") or () if isinstance(call, Mapping)
-    }  # fmt: skip
+    called = tool_call_names(turn)
     results = []
     for message in turn:
         if message.get("role") != "tool":
             continue
-        name = message.get("name") or called.get(message.get("tool_call_id")) or "tool"
+        name = message.get("name") or called.get(str(message.get("tool_call_id"))) or "tool"
         content = message.get("content")
         results.append((str(name), content if isinstance(content, str) else json.dumps(content, default=str)))
     return results

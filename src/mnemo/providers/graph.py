@@ -116,7 +116,10 @@ class GraphProvider:
             "prune_after_days": settings.prune_after_days,
         }
         provider.bulletin_chars = settings.bulletin_chars
-        provider.gate = WriteGate(expire_days=settings.review_expire_days, quarantine=settings.quarantine)
+        provider.gate = WriteGate(
+            expire_days=settings.review_expire_days, quarantine=settings.quarantine,
+            trusted_tools=trusted_tools(settings),
+        )  # fmt: skip
         if settings.bulletin_llm:
             provider.synthesizer = lambda: bulletin_model(settings)
         provider._defaults = {
@@ -315,6 +318,7 @@ class GraphProvider:
             report = extract_messages(
                 self.graph, self._session_key, messages, extractor=self._extractor,
                 review=self.gate.queue(self.graph) if self.gate.quarantine else None,
+                trusted_tools=self.gate.trusted_tools,
             )  # fmt: skip
         except (MnemoError, sqlite3.Error) as exc:
             log.warning("graph: extraction %s failed: %s", when, exc)
@@ -366,6 +370,12 @@ class GraphProvider:
             graph.close()
         except Exception:  # shutdown must never raise
             log.exception("graph: error while closing")
+
+
+def trusted_tools(settings: Settings) -> frozenset[str]:
+    """Tools whose results in a transcript do not taint: the ``trusted_tools`` setting's, and mnemo's own
+    memory tools (their results only echo memory already admitted)."""
+    return frozenset({*settings.trusted_tools, "memory", *GRAPH_TOOL_NAMES})
 
 
 def _home_database(home: str) -> str | Path:
