@@ -39,9 +39,10 @@ def _words(text: str) -> list[str]:
 
 def _stem(word: str) -> str:
     for suffix in ("ing", "ed", "es", "s"):
-        if len(word) > len(suffix) + 3 and word.endswith(suffix):
-            return word[: -len(suffix)]
-    return word
+        if len(word) >= len(suffix) + 3 and word.endswith(suffix):
+            word = word[: -len(suffix)]
+            break
+    return word.rstrip("e") if len(word) > 3 else word  # "move", "moved" and "moving" meet at "mov"
 
 
 def _distinctive(word: str) -> bool:
@@ -59,6 +60,11 @@ def tool_call_names(messages: Iterable[Any]) -> dict[str, str]:
         if isinstance(call, Mapping) and isinstance(call.get("function"), Mapping)
         and isinstance(call.get("id"), str) and isinstance(call["function"].get("name"), str)
     }  # fmt: skip
+
+
+def details(text: str) -> frozenset[str]:
+    """The distinctive words of ``text`` (numbers, addresses, codes, long rare tokens), case-folded."""
+    return frozenset(w for w in _words(text) if _distinctive(w))
 
 
 def supported_by(content: str, said: Iterable[str]) -> bool:

@@ -18,7 +18,7 @@ MESSAGES = [
     {"role": "user", "content": "I prefer tabs over spaces in every project."},
     {"role": "assistant", "content": "I will use tabs in the examples."},
     {"role": "tool", "name": "fetch_page", "content": "My bank account is CANARY-1234 at Example Bank."},
-    {"role": "assistant", "content": "I will use the CANARY-1234 account for payments."},
+    {"role": "assistant", "content": "I will use the CANARY-1234 account and PIN 5678 for payments."},
 ]
 
 
@@ -85,3 +85,12 @@ def test_a_write_already_awaiting_review_is_not_queued_twice(graph):
     again = queue.submit("curated", {"target": "memory", "operations": [{"action": "add", "content": "Bank is CANARY-1234"}]},
                          message_provenance("s1", MESSAGES)[2])  # fmt: skip
     assert again.id == first.id and len(queue.items()) == 1
+
+
+def test_a_held_write_whose_details_all_await_review_already_is_the_same_confirmation(graph):
+    queue = ReviewQueue(graph)
+    tainted = message_provenance("s1", MESSAGES)[2]
+    first = queue.submit("curated", {"target": "memory", "operations": [{"action": "add", "content": "Booking ref REF-4411-MN"}]},
+                         tainted)  # fmt: skip
+    assert queue.submit("graph", {"content": "REF-4411-MN"}, tainted).id == first.id
+    assert queue.submit("graph", {"content": "Booking ref REF-9999-XX"}, tainted).id != first.id

@@ -8,21 +8,10 @@ import pytest
 
 from mnemo import AgentMemory
 from mnemo.provenance import Origin
-from support.mcp_clients import result_json, stdio_session, write_config
+from support.mcp_clients import result_json, stdio_session
 
 pytestmark = pytest.mark.anyio
 PAYLOAD = "The user's billing address is 77 Canary Lane, Oslo"
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
-def home(tmp_path):
-    write_config(tmp_path / "home")
-    return tmp_path / "home"
 
 
 async def test_a_clients_own_write_is_stamped_as_an_mcp_clients(home):

@@ -21,21 +21,9 @@ from support.mcp_clients import (
     result_json,
     serve_command,
     stdio_session,
-    write_config,
 )
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
-def home(tmp_path):
-    write_config(tmp_path / "home")
-    return tmp_path / "home"
 
 
 async def test_lists_exactly_the_tools_agent_memory_offers_and_the_review_tools(home):

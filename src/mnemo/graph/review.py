@@ -27,6 +27,7 @@ from .._time import iso
 from ..errors import InvalidArgument, MnemoError, excerpt
 from ..provenance import Provenance
 from ..safety.scan import finding_labels, scan_many
+from ..taint import details
 from .schema import scope_params
 from .store import MemoryGraph
 
@@ -129,6 +130,13 @@ def _texts(kind: WriteKind, payload: Mapping[str, Any]) -> list[str]:
     return [str(op["content"]) for op in payload.get("operations", ()) if op.get("content")]
 
 
+def _repeats(texts: list[str], pending: list[str]) -> bool:
+    if texts == pending:
+        return True
+    wanted = details(" ".join(texts))
+    return bool(wanted) and wanted <= details(" ".join(pending))
+
+
 def _item(row: Sequence[Any], now: float) -> ReviewItem:
     item_id, kind, payload, digest, origin, detail, findings, created, expires, state, decided, outcome = row
     state = ReviewState(state)
@@ -159,12 +167,15 @@ class ReviewQueue:
         *,
         conn: Any = None,
     ) -> ReviewItem:
-        """Queue a write; inside the caller's write transaction when ``conn`` is given (extraction). A write
-        whose text already awaits review in this scope is not queued twice: the pending item is returned."""
+        """Queue a write; inside the caller's write transaction when ``conn`` is given (extraction).
+
+        A write that repeats one already awaiting review in this scope (the same text, or details all found in
+        it: an extraction of the code a ``memory`` write holds) is not queued again, so the user confirms a
+        fact once: the pending item is returned."""
         kind = WriteKind(kind)
         now = self.graph._clock()
         texts = _texts(kind, payload)
-        twin = next((item for item in self.items(limit=1_000) if item.texts == texts), None) if texts else None
+        twin = next((item for item in self.items(limit=1_000) if _repeats(texts, item.texts)), None) if texts else None
         if twin is not None:
             return twin
         if not findings:  # the scan is a second signal: the reviewer sees what it thinks of the text too
