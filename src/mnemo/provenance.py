@@ -104,10 +104,11 @@ class Provenance:
         """Whether a write of this provenance must wait for the user's review."""
         return self.origin.trust is Trust.UNTRUSTED
 
-    def as_dict(self) -> dict[str, Any]:
-        """A JSON-ready view, empty details left out."""
+    def as_dict(self, *, excerpt: bool = True) -> dict[str, Any]:
+        """A JSON-ready view, empty details left out (and the untrusted excerpt, unless ``excerpt``: views
+        that can reach a model leave it out, since it may be the payload itself)."""
         data: dict[str, Any] = {"origin": self.origin.value}
-        for name in ("via", "source", "session_id", "turn", "excerpt"):
+        for name in ("via", "source", "session_id", "turn", "excerpt")[: None if excerpt else -1]:
             value = getattr(self, name)
             if value:
                 data[name] = value

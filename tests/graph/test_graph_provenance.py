@@ -104,3 +104,17 @@ def test_a_postgresql_database_from_before_provenance_is_upgraded(postgres_url):
         assert old.provenance.origin is Origin.UNKNOWN
         added = graph.remember("Melanie painted a sunset", provenance=TAINTED)
         assert graph.get(added.id).provenance == TAINTED
+
+
+def test_importing_an_export_that_claims_a_higher_origin_does_not_raise_it(graph):
+    memory = graph.remember("Pays rent on the first", provenance=TAINTED)
+    document = json.loads(export_json(graph))
+    document["memories"][0]["provenance"] = {"origin": "user"}
+    import_json(graph, json.dumps(document))
+    assert graph.get(memory.id).provenance == TAINTED
+
+
+def test_a_memory_as_shown_to_tools_leaves_out_the_untrusted_excerpt(graph):
+    memory = graph.remember("Pays rent on the first", provenance=TAINTED)
+    assert "excerpt" not in memory.as_dict()["provenance"]
+    assert memory.as_dict()["provenance"]["source"] == "read_email"

@@ -35,7 +35,7 @@ import numpy as np
 from .._time import to_timestamp
 from ..embeddings.queries import PrefetchedEmbedder, QueryVectors, background
 from ..errors import InvalidArgument, check_text, excerpt
-from ..provenance import OPERATOR, Provenance
+from ..provenance import OPERATOR, Provenance, join, parse_origin
 from ..retrieval.names import name_key
 from ..safety.scan import check_threshold, scan_many
 from . import recall as _recall
@@ -735,8 +735,12 @@ class MemoryGraph:
         with self._write({m.scope for m in memories}) as conn:
             for index, memory in enumerate(memories):
                 row = conn.execute(
-                    "SELECT content, user_id, agent_id, channel_id FROM graph_memories WHERE id = ?", (memory.id,)
-                ).fetchone()
+                    "SELECT content, user_id, agent_id, channel_id, origin, origin_detail FROM graph_memories"
+                    " WHERE id = ?", (memory.id,),
+                ).fetchone()  # fmt: skip
+                if row is not None and parse_origin(row[4]) is join([parse_origin(row[4]), memory.provenance.origin]):
+                    # An import never raises an origin: only the user's approval does.
+                    memory = dataclasses.replace(memory, provenance=Provenance.stored(row[4], row[5]))
                 values = (
                     memory.content, memory.type.value, memory.importance, memory.created_at, memory.updated_at,
                     memory.last_accessed_at, memory.access_count, memory.source, memory.subject,
@@ -753,7 +757,7 @@ class MemoryGraph:
                     )
                     added += 1
                     continue
-                if row[0] != memory.content or tuple(row[1:]) != scope_params(memory.scope):
+                if row[0] != memory.content or tuple(row[1:4]) != scope_params(memory.scope):
                     raise ImportConflict(
                         f"memories[{index}]: id {memory.id!r} already holds a different memory; nothing was imported"
                     )

@@ -161,7 +161,7 @@ class Memory:
             "scope": self.scope.as_dict(),
             "forgotten": self.forgotten,
             "superseded_by": self.superseded_by,
-            "provenance": self.provenance.as_dict(),
+            "provenance": self.provenance.as_dict(excerpt=False),
         }
 
 
