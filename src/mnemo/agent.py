@@ -37,7 +37,7 @@ from .curated.store import check_target
 from .degraded import Degradation, unavailable_result
 from .embeddings import named_embedder
 from .errors import InvalidArgument, MnemoError, StorageUnavailable, TierUnavailable, excerpt
-from .graph.review import WriteKind
+from .graph.review import ReviewItem, WriteKind
 from .provenance import Origin, Provenance
 from .providers import (
     ArchiveProvider,
@@ -450,32 +450,35 @@ class AgentMemory(TypedMemoryAPI):
             return refusal(exc)
         if call.history:
             return memory_history_result(self.store, call.target)
+        try:
+            outcome = self._model_edit(call, {"via": "tool", "tool_call_id": tool_call_id})
+        except TierUnavailable:
+            return failure("not saved: it needs the user's review, and the review queue (the graph) is unavailable")
+        except (InvalidArgument, MemoryOpError) as exc:
+            return memory_refusal(self.store, call, exc)
+        return held_result(outcome) if isinstance(outcome, ReviewItem) else memory_result(outcome)
+
+    def _model_edit(self, call: MemoryCall, origin: dict[str, Any]) -> MemoryOpOutcome | ReviewItem:
+        """A curated edit the model asked for (the ``memory`` tool, Anthropic's memory tool): applied with
+        its provenance, or held for review (see :mod:`mnemo.review`) when that is untrusted; raises
+        :class:`~mnemo.errors.TierUnavailable` when it must be held and there is no queue."""
         written = "\n".join(op.content for op in call.operations if isinstance(op, (Add, Replace)))
-        provenance = self._write_provenance(written, "tool")
+        provenance = self._write_provenance(written, origin["via"])
         if provenance.untrusted and self.settings.quarantine:
             return self._hold_curated(call, provenance)
         try:
-            outcome = self._edit_curated(
-                call, {"via": "tool", "tool_call_id": tool_call_id, "provenance": provenance.as_dict()}
-            )
+            return self._edit_curated(call, {**origin, "provenance": provenance.as_dict()})
         except BlockedContent as exc:
             if provenance.origin is not Origin.USER:
-                return memory_refusal(self.store, call, exc)
+                raise
             # The user's own words, flagged all the same: the user decides, not the scan.
             return self._hold_curated(call, provenance, finding_labels(exc.findings))
-        except (InvalidArgument, MemoryOpError) as exc:
-            return memory_refusal(self.store, call, exc)
-        return memory_result(outcome)
 
     def _hold_curated(
         self, call: MemoryCall, provenance: Provenance, findings: Sequence[Mapping[str, Any]] = ()
-    ) -> str:
-        try:
-            queue = self._review_queue()
-        except TierUnavailable:
-            return failure("not saved: it needs the user's review, and the review queue (the graph) is unavailable")
+    ) -> ReviewItem:
         payload = curated_payload(call.target, call.operations)
-        return held_result(queue.submit(WriteKind.CURATED, payload, provenance, findings))
+        return self._review_queue().submit(WriteKind.CURATED, payload, provenance, findings)
 
     def _edit_curated(self, call: MemoryCall, origin: dict[str, Any]) -> MemoryOpOutcome:
         """Apply a curated edit (the ``memory`` tool and :meth:`curated_edit` both come here) and mirror
