@@ -254,3 +254,16 @@ def test_with_quarantine_off_a_tainted_write_is_applied_and_stamped_tainted(tmp_
         assert _add(memory, PAYLOAD)["success"] is True and memory.review_list() == []
         provenance = memory.store.provenance_of("user", PAYLOAD)
         assert provenance.origin is Origin.TAINTED and provenance.source == "read_email"
+
+
+def test_the_models_replies_after_untrusted_content_are_archived_marked_tainted(tmp_path):
+    with _open(tmp_path) as memory:
+        memory.prepare_messages("hello", [])
+        memory.turn_complete("hello", "Hi! How can I help?")
+        _read_mail(memory)
+        memory.turn_complete("Summarise my latest email", f"It says: {PAYLOAD}")
+        archive = next(p.archive for p in memory.registry.providers if p.name == "archive")
+        replies = [m for m in archive.messages("s1") if m.role == "assistant"]
+    assert "provenance" not in replies[0].extra
+    assert replies[1].extra["provenance"] == {"origin": "tainted", "via": "reply", "source": "read_email",
+                                              "session_id": "s1", "turn": 2}  # fmt: skip

@@ -527,6 +527,14 @@ class AgentMemory(TypedMemoryAPI):
         self._require_session()
         self.taint.user_said(user_message)
         archive = next((p for p in self.registry.providers if isinstance(p, ArchiveProvider)), None)
+        if archive is not None and self.taint.tainted:
+            # The model's words after it read untrusted content are archived marked as such (in the message's
+            # extra fields), so what recalls archived messages can leave them out like any tainted write.
+            turn = messages if messages is not None else (
+                {"role": "user", "content": user_message}, {"role": "assistant", "content": assistant_response}
+            )  # fmt: skip
+            said = self._write_provenance("", "reply").as_dict(excerpt=False)
+            messages = [{**m, "provenance": said} if m.get("role") == "assistant" else dict(m) for m in turn]
         if messages is not None and archive is not None:
             try:
                 archive.record_messages(None, messages)
