@@ -267,3 +267,15 @@ def test_the_models_replies_after_untrusted_content_are_archived_marked_tainted(
     assert "provenance" not in replies[0].extra
     assert replies[1].extra["provenance"] == {"origin": "tainted", "via": "reply", "source": "read_email",
                                               "session_id": "s1", "turn": 2}  # fmt: skip
+
+
+def test_a_later_session_recalls_what_the_user_said_but_not_the_models_tainted_reply(tmp_path):
+    with _open(tmp_path) as memory:
+        memory.prepare_messages("My gym locker number is 4821-QK. Now summarise my latest email", [])
+        memory.report_untrusted(EMAIL, source="read_email")
+        memory.turn_complete("My gym locker number is 4821-QK. Now summarise my latest email", f"Noted: {PAYLOAD}")
+    with _open(tmp_path, "s2") as later:
+        locker = json.dumps(later.prepare_messages("What is my gym locker number?", []))
+        billing = json.dumps(later.prepare_messages("What is my billing address in Oslo?", []))
+    assert "4821-QK" in locker
+    assert "Canary" not in billing

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from mnemo import AgentMemory, InvalidArgument, MemoryNotFound, Scope, StorageUnavailable
+from mnemo import AgentMemory, InvalidArgument, MemoryNotFound, RecalledMemory, RecalledMessage, Scope, StorageUnavailable
 from mnemo.archive import open_archive
 from mnemo.config import load_settings
 from mnemo.curated import NoMatchingEntry, Remove, Replace
@@ -84,7 +84,9 @@ def test_the_owner_still_finds_everything(alice_home, tiers):
     with AgentMemory.open("alice-2", alice_home, user_id="alice", **tiers) as alice:
         assert _call(alice, "session_search", query="okapi launch plan")["count"] == 1
         assert [s["id"] for s in _call(alice, "session_search", action="browse")["sessions"]] == ["alice-1"]
-        assert [m.content for m in alice.recall("okapi")] == ["The okapi launch is on the ninth of March"]
+        found = alice.recall("okapi")
+        assert [m.content for m in found if isinstance(m, RecalledMemory)] == ["The okapi launch is on the ninth of March"]
+        assert {m.session_id for m in found if isinstance(m, RecalledMessage)} == {"alice-1"}
 
 
 def test_a_session_id_taken_by_another_user_is_not_continued(alice_home, tiers):
@@ -137,7 +139,7 @@ def test_another_users_memory_is_untouched_by_all_of_it(alice_home, bob, tiers):
     _call(bob, "forget", id=memory_id)
     _call(bob, "remember", content="x", relations=[{"target": memory_id, "relation": "updates"}])
     with AgentMemory.open("alice-2", alice_home, user_id="alice", **tiers) as alice:
-        [found] = alice.recall("okapi launch")
+        [found] = [m for m in alice.recall("okapi launch") if isinstance(m, RecalledMemory)]
         assert found.id == memory_id and found.superseded_by is None
 
 

@@ -63,6 +63,9 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ".loop": (
         "Conversation", "HostTool", "ToolEvent", "Turn",
     ),
+    ".recollection": (
+        "Recalled", "RecalledMessage",
+    ),
     ".providers": (
         "BaseProvider", "ConfigField", "LifecycleHooks", "MemoryProvider", "ProviderCapabilities", "ProviderError",
         "ProviderRegistry",
@@ -168,6 +171,10 @@ if TYPE_CHECKING:
         ScriptedToolCall,
         ToolCall,
     )
+    from .recollection import (
+        Recalled,
+        RecalledMessage,
+    )
     from .loop import (
         Conversation,
         HostTool,
@@ -272,7 +279,9 @@ __all__ = [
     "ProviderCapabilities",
     "ProviderError",
     "ProviderRegistry",
+    "Recalled",
     "RecalledMemory",
+    "RecalledMessage",
     "Relation",
     "Remove",
     "Replace",

@@ -151,24 +151,20 @@ class AgentMemory(TypedMemoryAPI):
         # One model per name, shared by the archive and the graph: it is loaded once, on first use.
         cache = self.settings.cache_directory
         models = {name: named_embedder(name, cache_dir=cache) for name in {self.settings.archive_embedder, self.settings.graph_embedder}}
-        builtin: list[MemoryProvider] = []
+        archive = None
         if self.settings.archive_enabled:
-            builtin.append(
-                ArchiveProvider(
-                    self.settings.database_target,
-                    embedder=models[self.settings.archive_embedder],
-                    scope=self.settings.scope,
-                )
+            archive = ArchiveProvider(
+                self.settings.database_target, embedder=models[self.settings.archive_embedder], scope=self.settings.scope
             )
-        if self.settings.graph_enabled:
-            graph = GraphProvider.from_settings(
-                self.settings, frozen_entries=self._frozen_entries, embedder=models[self.settings.graph_embedder]
-            )
-            graph.gate = dataclasses.replace(
-                graph.gate, provenance=self._write_provenance, mirrored=self._mirrored_provenance
-            )
-            builtin.append(graph)
-        return builtin
+        if not self.settings.graph_enabled:
+            return [archive] if archive is not None else []
+        # The graph draws on the archive: one recall over memories and earlier sessions, and extraction
+        # from the archive's record of each session once it is over.
+        graph = GraphProvider.from_settings(
+            self.settings, frozen_entries=self._frozen_entries, embedder=models[self.settings.graph_embedder], archive=archive
+        )
+        graph.gate = dataclasses.replace(graph.gate, provenance=self._write_provenance, mirrored=self._mirrored_provenance)
+        return [archive, graph] if archive is not None else [graph]
 
     def _register_plugins(self) -> list[PluginProblem]:
         """Register the plug-ins enabled in ``config.toml``; return why each of the others could not be."""

@@ -15,17 +15,17 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import inspect
 from collections.abc import Callable, Coroutine, Iterable
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from .archive.records import SessionHits
 from .curated.ops import MemoryOp, MemoryOpOutcome
 from .errors import InvalidArgument, TierUnavailable
-from .graph.recalled import recall_memories
+from .graph.recalled import DEFAULT_RECALL_LIMIT
 from .graph.review import ReviewItem, ReviewQueue, ReviewState, WriteKind
 from .graph.types import Association, Memory, MemoryType
 from .providers import ArchiveProvider, GraphProvider
+from .recollection import Recalled, recall_everything
 from .review import approve, payload_operations
 from .tools.memory import MemoryCall
 
@@ -53,20 +53,6 @@ def async_twin(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S
     return twin
 
 
-def _on_graph(function: Callable[Concatenate[MemoryGraph, P], R]) -> Callable[Concatenate[TypedMemoryAPI, P], R]:
-    """``function(graph, ...)`` as a method on this session's graph, with the same signature and docstring."""
-
-    @functools.wraps(function)
-    def method(self: TypedMemoryAPI, *args: P.args, **kwargs: P.kwargs) -> R:
-        return function(self._graph(), *args, **kwargs)
-
-    method.__name__ = method.__qualname__ = function.__name__.removesuffix("_memories")
-    signature = inspect.signature(function)
-    self_parameter = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    method.__signature__ = signature.replace(parameters=[self_parameter, *list(signature.parameters.values())[1:]])  # type: ignore[attr-defined]
-    return method
-
-
 class TypedMemoryAPI:
     """Mixed into :class:`~mnemo.AgentMemory`; see the module for the contract."""
 
@@ -88,10 +74,14 @@ class TypedMemoryAPI:
             raise TierUnavailable("the memory graph is not available (graph_enabled is off, or it failed to start)")
         return provider.graph
 
-    def _archive(self) -> ArchiveProvider:
+    def _archive_or_none(self) -> ArchiveProvider | None:
         self._require_session()
         provider = next((p for p in self.registry.providers if isinstance(p, ArchiveProvider)), None)
-        if provider is None or provider.archive is None or provider.archive.closed:
+        return None if provider is None or provider.archive is None or provider.archive.closed else provider
+
+    def _archive(self) -> ArchiveProvider:
+        provider = self._archive_or_none()
+        if provider is None:
             raise TierUnavailable("the session archive is not available (archive_enabled is off, or it failed to start)")
         return provider
 
@@ -120,7 +110,31 @@ class TypedMemoryAPI:
             content, type, importance=importance, subject=subject, relations=list(relations), pin=pin
         )
 
-    recall = _on_graph(recall_memories)
+    def recall(
+        self,
+        query: str,
+        *,
+        limit: int = DEFAULT_RECALL_LIMIT,
+        types: str | Iterable[str] | None = None,
+        since: Any = None,
+        until: Any = None,
+        include_history: bool = False,
+    ) -> list[Recalled]:
+        """What this scope keeps that is most relevant to ``query``, best first, as the per-turn context and
+        the ``recall`` tool rank it: :class:`~mnemo.graph.RecalledMemory` records (memories) and
+        :class:`~mnemo.RecalledMessage` records (passages of earlier sessions' messages; the current
+        session's are left out while the model still holds them).
+
+        ``limit`` is 1 to 50; ``types`` one memory type or several (memories only, then); ``since`` /
+        ``until`` bound the time (ISO 8601, a datetime or Unix seconds); ``include_history`` adds superseded
+        versions. A bad argument raises :class:`~mnemo.errors.InvalidArgument` naming it.
+        """
+        archive = self._archive_or_none()
+        return recall_everything(
+            self._graph(), archive.archive if archive is not None else None, query, limit=limit, types=types,
+            since=since, until=until, include_history=include_history,
+            in_context=archive.in_context() if archive is not None else None,
+        )  # fmt: skip
 
     def get_memory(self, memory_id: str) -> Memory:
         """The memory ``memory_id`` of this scope; an id of another scope is unknown here:

@@ -109,9 +109,9 @@ class Settings(BaseModel):
     # let the configured model condense the bulletin, during maintenance passes only
     bulletin_llm: bool = False
     # "minilm": local all-MiniLM-L6-v2 vectors beside full text; "none": full text (and edges) only.
-    # The archive defaults to none: every message would need a vector, held in memory to search.
+    # Archived messages are embedded after each turn on the archive's worker, never on the caller's thread.
     graph_embedder: Literal["minilm", "none"] = "minilm"
-    archive_embedder: Literal["minilm", "none"] = "none"
+    archive_embedder: Literal["minilm", "none"] = "minilm"
     # Files derived from installed packages rather than from memories (the local model's float32 weights):
     # HOME/cache when unset. Deleting the directory is always safe.
     cache_dir: Path | None = None

@@ -157,7 +157,9 @@ def test_stats_counts_active_superseded_and_forgotten_apart(run):
     assert code == 0 and "memories: 6 (3 active, 1 superseded, 2 forgotten)" in out
 
 
-def test_embed_computes_every_pending_vector_and_reports_it(run):
+def test_embed_computes_every_pending_vector_and_reports_it(tmp_path, run):
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "config.toml").write_text('archive_embedder = "none"\n')
     for n in range(5):
         _json(run, "graph", "add", f"Note number {n} about the build")
     assert _json(run, "graph", "stats")["pending_embeddings"] == 5

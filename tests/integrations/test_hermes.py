@@ -109,6 +109,20 @@ def test_a_fact_told_in_one_session_is_recalled_in_the_next(hermes: Hermes) -> N
     assert "dark roast coffee" in _prefetch(hermes, "What coffee do I like?")
 
 
+def test_what_the_user_said_is_recalled_in_a_new_process_after_a_session_switch(hermes: Hermes) -> None:
+    # No session end and no messages handed over: a switch, then the process shuts down.
+    hermes.run("""
+        m = manager("s1")
+        turn(m, "s1", "Quick note: I'm allergic to peanuts.", "Understood, I'll keep that in mind.")
+        m.on_session_switch("s1b", parent_session_id="", reset=True)
+        turn(m, "s1b", "By the way, my bike is a green Brompton.", "Nice ride!")
+        m.shutdown_all()
+        out(True)
+    """)
+    assert "allergic to peanuts" in _prefetch(hermes, "Any food allergies I should remember?")
+    assert "green Brompton" in _prefetch(hermes, "What colour is my bike?")
+
+
 def test_another_user_sees_none_of_it(hermes: Hermes) -> None:
     _tell_and_end(hermes, user_id="alice")
     assert _prefetch(hermes, "What coffee do I like?", user_id="bob") == ""

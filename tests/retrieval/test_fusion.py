@@ -8,6 +8,7 @@ from mnemo.retrieval import (
     Fusion,
     Placement,
     asks_question,
+    merge_ranked,
     scale_similarity,
     scale_to_best,
     with_prior,
@@ -135,3 +136,20 @@ def test_items_written_in_a_period_the_query_names_are_scaled_up():
     fusion = Fusion(neighbours=(), group_weight=0, time_boost=0.5)
     scores = fusion.relevance({"fts": {"then": 1.0, "other": 1.0}}, timely={"then"})
     assert scores == pytest.approx({"then": 1.5, "other": 1.0})
+
+
+def test_merge_ranked_puts_each_lists_best_first_on_one_scale() -> None:
+    merged = merge_ranked([[("m1", 4.0), ("m2", 1.0)], [("a1", 0.5), ("a2", 0.4)]])
+    assert [item for item, _ in merged] == ["m1", "a1", "a2", "m2"]
+    assert dict(merged) == {"m1": 1.0, "a1": 1.0, "a2": 0.8, "m2": 0.25}
+
+
+def test_merge_ranked_keeps_each_lists_own_order() -> None:
+    # The second item was lifted above a better-scored one by its ranking (a newer memory): it stays above.
+    merged = merge_ranked([[("newer", 0.5), ("older", 1.0)], [("other", 0.7)]])
+    order = [item for item, _ in merged]
+    assert order.index("newer") < order.index("older")
+
+
+def test_merge_ranked_of_empty_lists_is_empty() -> None:
+    assert merge_ranked([[], []]) == []

@@ -29,13 +29,16 @@ __all__ = [
 ]
 
 
-def open_archive(target: str | Path, *, embedder: Embedder | None = None, scope: Scope | None = None) -> Archive:
+def open_archive(
+    target: str | Path, *, embedder: Embedder | None = None, scope: Scope | None = None, embed_at_search: bool = True
+) -> Archive:
     """The archive at ``target``: a ``postgresql://`` URL opens :class:`~mnemo.postgres.PostgresArchive`,
-    anything else is the path of an SQLite file (:class:`SessionArchive`)."""
+    anything else is the path of an SQLite file (:class:`SessionArchive`). ``embed_at_search=False`` for an
+    archive whose new messages something else embeds (a search then never waits on a backlog)."""
     from ..postgres.connection import is_url
 
     if is_url(target):
         from ..postgres.archive import PostgresArchive
 
-        return PostgresArchive(str(target), embedder=embedder, scope=scope)
-    return SessionArchive(target, embedder=embedder, scope=scope)
+        return PostgresArchive(str(target), embedder=embedder, scope=scope, embed_at_search=embed_at_search)
+    return SessionArchive(target, embedder=embedder, scope=scope, embed_at_search=embed_at_search)

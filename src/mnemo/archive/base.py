@@ -34,6 +34,7 @@ from .records import (
     to_timestamp,
     tool_call_names,
 )
+from .locate import locate_messages
 from .search import SESSION_SCOPE_CLAUSE, SORTS, Filters, Match
 
 if TYPE_CHECKING:
@@ -83,6 +84,17 @@ def _names(value: str | Iterable[str] | None, field: str) -> tuple[str, ...]:
     if not all(isinstance(v, str) and v for v in items):
         raise InvalidArgument(field, "must be a non-empty string or a list of them")
     return tuple(items)
+
+
+def _in_context(value: Any) -> tuple[str, int] | None:
+    if value is None:
+        return None
+    if (
+        not isinstance(value, tuple) or len(value) != 2 or not isinstance(value[0], str)
+        or isinstance(value[1], bool) or not isinstance(value[1], int)
+    ):  # fmt: skip
+        raise InvalidArgument("in_context", "must be (session_id, message_id) or None")
+    return value
 
 
 def validated_rows(messages: Sequence[Mapping[str, Any]]) -> list[MessageRow]:
@@ -423,6 +435,14 @@ class Archive(ABC):
         found = [StoredMessage.from_row(row) for row in rows]
         return found[::-1] if newest_first else found
 
+    def locate(self, session_id: str, messages: Sequence[Mapping[str, Any]]) -> list[int | None]:
+        """The archive id of each of ``messages`` (plain ``{"role", "content"}`` dicts handed around by an
+        agent loop) in ``session_id`` or a session it continues, ``None`` where the archive has none (see
+        :func:`~mnemo.archive.locate.locate_messages`)."""
+        with self._reading() as conn:
+            refs = locate_messages(conn, self.scope, session_id, messages)
+        return [None if ref is None else ref.message_id for ref in refs]
+
     def get_message(self, message_id: int) -> StoredMessage | None:
         """One message by id, or ``None``."""
         with self._reading() as conn:
@@ -468,6 +488,7 @@ class Archive(ABC):
         until: Any,
         exclude_session: str | None,
         session_id: str | None = None,
+        in_context: tuple[str, int] | None = None,
     ) -> Filters:
         return Filters(
             roles=_names(role, "role"),
@@ -477,6 +498,7 @@ class Archive(ABC):
             until=None if until is None else to_timestamp(until, "until"),
             exclude_sessions=tuple(self.lineage(exclude_session)) if exclude_session else (),
             sessions=(session_id,) if session_id else (),
+            in_context=_in_context(in_context),
             scope=self.scope,
         )
 
@@ -500,12 +522,16 @@ class Archive(ABC):
         session_id: str | None = None,
         sort: str = "relevance",
         context: int = 0,
+        in_context: tuple[str, int] | None = None,
     ) -> list[Hit]:
-        """Matching messages, best first, not grouped: the building block of :meth:`search`."""
+        """Matching messages, best first, not grouped: the building block of :meth:`search`.
+
+        ``in_context`` is ``(session_id, message_id)``: that session's messages after ``message_id`` are
+        left out (what an agent still holds in its context window; ``0`` leaves out the whole session)."""
         check_limit(limit, maximum=1000)
         if sort not in SORTS:
             raise InvalidArgument("sort", f"must be one of {', '.join(SORTS)}")
-        filters = self._filters(role, source, include_hidden, since, until, exclude_session, session_id)
+        filters = self._filters(role, source, include_hidden, since, until, exclude_session, session_id, in_context)
         with self._reading():  # one connection for every step of the search
             return self._hits(self._snippets(self._find(query, limit, filters, sort)), context)
 

@@ -24,7 +24,6 @@ from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
 from typing import Any, Protocol
 
 from ..errors import InvalidArgument
@@ -41,6 +40,7 @@ from ..retrieval import (
 from ..retrieval.dates import mentioned_periods
 from ..retrieval.fusion import FTS, VECTOR
 from ..retrieval.names import names_mentioned
+from ..retrieval.passages import WORD, stem
 from ..scope import Scope
 from .records import HIDDEN_SOURCES
 
@@ -94,6 +94,9 @@ class Filters:
     until: float | None = None
     exclude_sessions: tuple[str, ...] = ()
     sessions: tuple[str, ...] = ()
+    # (session id, message id): that session's messages after this id are left out, being still in the
+    # model's context (what compression removed, up to the id, is fair game again).
+    in_context: tuple[str, int] | None = None
     scope: Scope = field(default_factory=Scope)
 
     def sql(self, time_column: str = "m.created_at", *, sessions: str = "s") -> tuple[str, list[object]]:
@@ -125,6 +128,9 @@ class Filters:
             among("m.session_id", self.exclude_sessions, negate=True)
         if self.sessions:
             among("m.session_id", self.sessions)
+        if self.in_context is not None:
+            clauses.append("NOT (m.session_id = ? AND m.id > ?)")
+            params.extend(self.in_context)
         return " AND ".join(clauses), params
 
 
@@ -183,30 +189,18 @@ def _snippets(conn: sqlite3.Connection, table: str, fts_query: str, ids: Iterabl
 
 
 _PHRASE_RE = re.compile(r'"((?:[^"]|"")*)"(\*?)')
-_WORD_RE = re.compile(r"[^\W_]+")
-_SUFFIXES = ("ingly", "edly", "ing", "ies", "ied", "es", "ed", "ly", "s")
-
-
-@lru_cache(maxsize=8192)  # a snippet stems every word of its message, and messages share most words
-def _stem(word: str) -> str:
-    # A light suffix strip, enough to highlight "deployed" for "deploy"; ranking uses FTS5's porter.
-    word = word.lower()
-    for suffix in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
-    return word
 
 
 def _query_words(fts_query: str) -> tuple[set[str], tuple[str, ...]]:
     exact: set[str] = set()
     prefixes: list[str] = []
     for body, star in _PHRASE_RE.findall(fts_query):
-        words = _WORD_RE.findall(body.replace('""', '"'))
+        words = WORD.findall(body.replace('""', '"'))
         for index, word in enumerate(words):
             if star and index == len(words) - 1:
                 prefixes.append(word.lower())
             else:
-                exact.add(_stem(word))
+                exact.add(stem(word))
     return exact, tuple(prefixes)
 
 
@@ -214,13 +208,13 @@ def highlight(text: str, fts_query: str, *, tokens: int = _SNIPPET_TOKENS) -> st
     """A window of about ``tokens`` words of ``text`` around its densest run of query words, with those
     words marked. Computed in Python: asking FTS5 for snippets re-evaluates the query per row."""
     exact, prefixes = _query_words(fts_query)
-    spans = [m.span() for m in _WORD_RE.finditer(text)]
+    spans = [m.span() for m in WORD.finditer(text)]
     if not spans:
         return text[: 2 * _LIKE_SNIPPET_CHARS]
 
     def hit(span: tuple[int, int]) -> bool:
         word = text[span[0] : span[1]].lower()
-        return _stem(word) in exact or (bool(prefixes) and word.startswith(prefixes))
+        return stem(word) in exact or (bool(prefixes) and word.startswith(prefixes))
 
     marks = [hit(span) for span in spans]
     best = 0

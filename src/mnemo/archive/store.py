@@ -48,9 +48,12 @@ class SessionArchive(Archive):
     """The archive of sessions and their messages in one SQLite file (normally ``MNEMO_HOME/mnemo.db``),
     seen from one scope."""
 
-    def __init__(self, path: str | Path, *, embedder: Embedder | None = None, scope: Scope | None = None) -> None:
+    def __init__(
+        self, path: str | Path, *, embedder: Embedder | None = None, scope: Scope | None = None, embed_at_search: bool = True
+    ) -> None:
         """``embedder`` adds a vector channel to relevance search (messages are embedded lazily, in bounded
-        batches per search, or all at once by :meth:`embed_pending`); without one search is full text only.
+        batches per search unless ``embed_at_search`` is off, or by :meth:`embed_pending`); without one search
+        is full text only.
         ``scope`` (default: the empty scope) is whose sessions this object writes and reads.
 
         A file that is not mnemo's, or was written by a newer mnemo, is refused before anything is written
@@ -59,7 +62,9 @@ class SessionArchive(Archive):
         self.location = str(self.path)
         self.scope = scope if scope is not None else Scope()
         self._lock = threading.RLock()
-        self._vectors = MessageVectors(embedder, directory_for(self.path)) if embedder is not None else None
+        self._vectors = (
+            MessageVectors(embedder, directory_for(self.path), embed_at_search=embed_at_search) if embedder is not None else None
+        )
         self._conn: sqlite3.Connection | None = connect_owned(self.path)
         try:
             _db.migrate(self._conn, schema.COMPONENT, schema.MIGRATIONS)
@@ -182,8 +187,7 @@ class SessionArchive(Archive):
         ``limit``), oldest first; returns how many (0 without an embedder)."""
         if self._vectors is None:
             return 0
-        with self._lock:
-            return self._vectors.embed_pending(self._db, limit)
+        return self._vectors.embed_pending(self._reading, limit)
 
     def pending_embeddings(self) -> int | None:
         """How many messages still wait for a vector; ``None`` without an embedder."""

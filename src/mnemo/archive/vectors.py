@@ -1,8 +1,10 @@
 """The archive's vector channel: message embeddings stored in ``message_vectors``, searched from a file.
 
 Used only when a :class:`~mnemo.archive.SessionArchive` is given an embedder. Messages are embedded lazily
-and in bounded batches (at search time, or all at once by :meth:`MessageVectors.embed_pending`), so appending
-stays as fast as without vectors; a message not embedded yet is still found by full text. SQLite is the truth;
+and in bounded batches (at search time unless ``embed_at_search`` is off, or by
+:meth:`MessageVectors.embed_pending`, which runs the model without holding the connection, so searches go on
+meanwhile), so appending stays as fast as without vectors; a message not embedded yet is still found by full
+text. SQLite is the truth;
 the vectors of the model are searched from a memory-mapped vector file beside the database (see
 :mod:`mnemo.embeddings.synced`), caught up on vectors written by any process by reading rows with a higher
 ``seq``, so a new process does not read them all from SQLite before its first search.
@@ -12,7 +14,8 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,6 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import _db
+from ..embeddings.queries import shared_query_vectors
 from ..embeddings.synced import SyncedVectors, owners_of, table_top
 from ..embeddings.vector_file import file_name
 
@@ -64,9 +68,12 @@ class MessageVectors:
     """Embeddings of archived messages for one model, in a vector file under ``directory`` (in memory when
     it is None); the caller holds the connection's lock."""
 
-    def __init__(self, embedder: Embedder, directory: Path | None = None) -> None:
+    def __init__(self, embedder: Embedder, directory: Path | None = None, *, embed_at_search: bool = True) -> None:
         self.embedder = embedder
         self.directory = directory
+        # Off where something else embeds new messages (an agent's archive does after each turn): a search
+        # then never waits on a backlog.
+        self.embed_at_search = embed_at_search
         self._synced = self._partition(embedder.name, embedder.dim)
         self._embedded_upto = 0  # every message with an id at or below this has a vector of this model
         self._lock = threading.Lock()
@@ -80,17 +87,22 @@ class MessageVectors:
         source = MessageVectorSource(model, dim)
         return SyncedVectors(source, None if self.directory is None else self.directory / file_name(source.key))
 
-    def embed_pending(self, conn: sqlite3.Connection, limit: int | None = None) -> int:
-        """Embed messages that have no vector of this model yet, oldest first; returns how many."""
+    def embed_pending(
+        self, connection: Callable[[], AbstractContextManager[sqlite3.Connection]], limit: int | None = None
+    ) -> int:
+        """Embed messages that have no vector of this model yet, oldest first; returns how many. The SQL
+        runs while ``connection()`` is held, the model between those steps, so other work on the connection
+        (searches) goes on while a batch is embedded."""
         embedder = self.embedder
         done = 0
         with self._lock:
             while limit is None or done < limit:
                 want = EMBED_BATCH if limit is None else min(EMBED_BATCH, limit - done)
-                rows = conn.execute(
-                    f"SELECT m.id, m.content {_PENDING} ORDER BY m.id LIMIT ?",
-                    (self._embedded_upto, embedder.name, embedder.dim, want),
-                ).fetchall()
+                with connection() as conn:
+                    rows = conn.execute(
+                        f"SELECT m.id, m.content {_PENDING} ORDER BY m.id LIMIT ?",
+                        (self._embedded_upto, embedder.name, embedder.dim, want),
+                    ).fetchall()
                 if not rows:
                     break
                 vectors = np.asarray(embedder.embed([r[1] for r in rows]), dtype=np.float32)
@@ -98,33 +110,39 @@ class MessageVectors:
                     raise ValueError(
                         f"embedder {embedder.name!r} returned shape {vectors.shape}, expected {(len(rows), embedder.dim)}"
                     )
-                with _db.write_transaction(conn):
-                    replaced = [
-                        row for r in rows
-                        for row in conn.execute("SELECT seq, model, dim FROM message_vectors WHERE message_id = ?", (r[0],))
-                    ]  # fmt: skip
-                    # A message deleted meanwhile must not get an orphan vector.
-                    conn.executemany(
-                        "INSERT OR REPLACE INTO message_vectors (message_id, model, dim, vector)"
-                        " SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM messages WHERE id = ?)",
-                        [(r[0], embedder.name, embedder.dim, v.tobytes(), r[0]) for r, v in zip(rows, vectors)],
-                    )
-                # Another model's vectors are gone from the database: erase them from its file too.
-                self._erase(conn, replaced)
+                with connection() as conn:
+                    self._store(conn, rows, vectors)
                 self._embedded_upto = rows[-1][0]
                 done += len(rows)
                 if len(rows) < want:
                     break
         return done
 
+    def _store(self, conn: sqlite3.Connection, rows: list[tuple[int, str]], vectors: np.ndarray) -> None:
+        embedder = self.embedder
+        with _db.write_transaction(conn):
+            replaced = [
+                row for r in rows
+                for row in conn.execute("SELECT seq, model, dim FROM message_vectors WHERE message_id = ?", (r[0],))
+            ]  # fmt: skip
+            # A message deleted meanwhile must not get an orphan vector.
+            conn.executemany(
+                "INSERT OR REPLACE INTO message_vectors (message_id, model, dim, vector)"
+                " SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM messages WHERE id = ?)",
+                [(r[0], embedder.name, embedder.dim, v.tobytes(), r[0]) for r, v in zip(rows, vectors)],
+            )
+        # Another model's vectors are gone from the database: erase them from its file too.
+        self._erase(conn, replaced)
+
     def search(self, conn: sqlite3.Connection, query: str, k: int) -> list[tuple[int, float]]:
         """The ``k`` messages most similar to ``query`` as ``(message_id, cosine)``, best first (unfiltered:
         deleted or filtered-out messages are dropped by the caller)."""
         if not query.strip() or k <= 0:
             return []
-        self.embed_pending(conn, EMBED_PER_SEARCH)
+        if self.embed_at_search:
+            self.embed_pending(lambda: nullcontext(conn), EMBED_PER_SEARCH)
         self._synced.refresh(conn)
-        probe = np.asarray(self.embedder.embed([query]), dtype=np.float32).reshape(1, self.embedder.dim)
+        probe = shared_query_vectors().start(self.embedder, query).result()
         return [(int(i), s) for i, s in self._synced.search(conn, probe, k)]  # type: ignore[call-overload]
 
     def forget(self, conn: sqlite3.Connection, message_ids: list[int], vectors: Iterable[tuple[int, str, int]]) -> None:

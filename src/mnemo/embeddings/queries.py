@@ -27,9 +27,10 @@ _pool_lock = threading.Lock()
 
 
 def _forget_pool_after_fork() -> None:
-    # A forked child inherits the pool object but not its threads: work submitted to it would never run.
-    global _pool, _pool_lock
-    _pool, _pool_lock = None, threading.Lock()
+    # A forked child inherits the pool object but not its threads: work submitted to it would never run,
+    # and neither would a query vector still under way.
+    global _pool, _pool_lock, _shared
+    _pool, _pool_lock, _shared = None, threading.Lock(), None
 
 
 if hasattr(os, "register_at_fork"):
@@ -88,6 +89,19 @@ def _embed_one(embedder: Embedder, text: str) -> np.ndarray:
     vector = np.asarray(embedder.embed([text]), dtype=np.float32).reshape(1, embedder.dim)
     vector.setflags(write=False)  # shared by every recall of this text
     return vector
+
+
+_shared: QueryVectors | None = None
+
+
+def shared_query_vectors() -> QueryVectors:
+    """The process's query vectors: every store recalling with the same model and text (the graph and the
+    archive searched for one turn) shares one embedding of it."""
+    global _shared
+    with _pool_lock:
+        if _shared is None:
+            _shared = QueryVectors()
+        return _shared
 
 
 class PrefetchedEmbedder:

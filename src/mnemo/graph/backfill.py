@@ -10,7 +10,7 @@ recorded (``skipped`` in the report).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..archive.locate import ArchivedRef
@@ -50,9 +50,11 @@ def pending_messages(graph: MemoryGraph, archive: Archive, session_ids: Iterable
 
 def _as_message(stored: StoredMessage) -> dict[str, Any]:
     message: dict[str, Any] = {"role": stored.role, "content": stored.text, "created_at": stored.created_at}
-    name = stored.extra.get("name")
+    name = stored.extra.get("name") or (stored.tool_name if stored.role == "tool" else None)
     if isinstance(name, str) and name:
         message["name"] = name
+    if isinstance(stored.extra.get("provenance"), Mapping):  # marked when archived: said after untrusted content
+        message["provenance"] = stored.extra["provenance"]
     return message
 
 
@@ -65,12 +67,14 @@ def backfill(
     batch: int = BATCH,
     advance: Callable[[int], None] | None = None,
     review: ReviewQueue | None = None,
+    trusted_tools: Collection[str] = (),
 ) -> ExtractionReport:
     """Extract every archived message of ``session_ids`` not extracted before into ``graph``.
 
     ``graph`` and ``archive`` must share a database and scope (extraction links memories to archive rows
     by id). ``advance(n)`` is called after each batch with the messages it covered. Candidates of untrusted
-    provenance wait in ``review`` (see :func:`~mnemo.graph.extraction.extract_messages`).
+    provenance wait in ``review``; ``trusted_tools``' output taints nothing (see
+    :func:`~mnemo.graph.extraction.extract_messages`).
     """
     if graph.scope != archive.scope:
         raise InvalidArgument("archive", f"must have the graph's scope ({graph.scope}), not {archive.scope}")
@@ -86,7 +90,9 @@ def backfill(
                 continue
             refs = [ArchivedRef(m.id, session_id, m.created_at) for m in fresh]
             messages = [_as_message(m) for m in fresh]
-            report.add(extract_messages(graph, session_id, messages, extractor=extractor, refs=refs, review=review))
+            report.add(extract_messages(
+                graph, session_id, messages, extractor=extractor, refs=refs, review=review, trusted_tools=trusted_tools
+            ))  # fmt: skip
             if advance is not None:
                 advance(len(fresh))
     return report

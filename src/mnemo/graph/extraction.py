@@ -28,7 +28,7 @@ from typing import Any
 
 from ..archive.locate import ArchivedRef, locate_messages
 from ..errors import InvalidArgument
-from ..provenance import Origin, Provenance, derived
+from ..provenance import Origin, Provenance, Trust, derived, parse_origin
 from ..safety.scan import finding_labels
 from ..taint import tool_call_names
 from .errors import BlockedContent
@@ -217,13 +217,18 @@ def message_provenance(
     """Each message's provenance by its role: the user's words are the user's, a system message the
     operator's, a tool's output untrusted (named by its tool) unless the tool is one of ``trusted_tools``;
     the model's words are its own until an untrusted output appears among ``messages``, and untrusted from
-    there on."""
+    there on. A message marked with an untrusted ``provenance`` when archived is untrusted, and so is what
+    follows it."""
     called = tool_call_names(messages)
     found: list[Provenance] = []
     exposure: Provenance | None = None
     for message in messages:
         role = message.get("role")
-        if role == "user":
+        marked = message.get("provenance")
+        if isinstance(marked, Mapping) and parse_origin(marked.get("origin", ""), "provenance").trust is Trust.UNTRUSTED:
+            exposure = exposure or Provenance(Origin.TAINTED, "extraction", str(marked.get("source", "")), session_id)
+            found.append(exposure)
+        elif role == "user":
             found.append(Provenance(Origin.USER, "extraction", session_id=session_id))
         elif role == "system":
             found.append(Provenance(Origin.OPERATOR, "extraction", session_id=session_id))

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from .._time import to_timestamp
-from ..embeddings.queries import PrefetchedEmbedder, QueryVectors, background
+from ..embeddings.queries import PrefetchedEmbedder, background, shared_query_vectors
 from ..errors import InvalidArgument, check_text, excerpt
 from ..provenance import OPERATOR, Provenance, join, parse_origin
 from ..retrieval.names import name_key
@@ -152,7 +152,7 @@ class MemoryGraph:
         self._clock = clock
         self._lock = threading.RLock()
         self._vectors = self._engine.vectors
-        self._query_vectors = QueryVectors()
+        self._query_vectors = shared_query_vectors()
         self._embedded_upto: dict[tuple[Scope, str, int], int] = {}
         # The table's latest seq when each scope was last found embedded up to its top.
         self._settled_at: dict[tuple[Scope, str, int], int] = {}

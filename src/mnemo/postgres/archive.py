@@ -41,8 +41,10 @@ class PostgresArchive(Archive):
 
     _SESSION_ORDER = "s.seq"
 
-    def __init__(self, url: str, *, embedder: Embedder | None = None, scope: Scope | None = None) -> None:
-        """``url`` is a ``postgresql://`` URL; ``embedder`` and ``scope`` as for
+    def __init__(
+        self, url: str, *, embedder: Embedder | None = None, scope: Scope | None = None, embed_at_search: bool = True
+    ) -> None:
+        """``url`` is a ``postgresql://`` URL; ``embedder``, ``scope`` and ``embed_at_search`` as for
         :class:`~mnemo.archive.SessionArchive`. The schema is created or migrated on first use; a schema
         holding tables that are not mnemo's is refused before anything is written."""
         self.url = url
@@ -55,7 +57,9 @@ class PostgresArchive(Archive):
         except BaseException:
             self.close()
             raise
-        self._vectors = PostgresMessageVectors(embedder, self._database) if embedder is not None else None
+        self._vectors = (
+            PostgresMessageVectors(embedder, self._database, embed_at_search=embed_at_search) if embedder is not None else None
+        )
         self._terms = TermStatistics("messages", "id")
 
     # -- lifecycle ---------------------------------------------------------------------------------

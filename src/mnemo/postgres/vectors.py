@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
+from ..embeddings.queries import shared_query_vectors
 from .connection import EF_SEARCH, Executor, PostgresDatabase
 
 if TYPE_CHECKING:
@@ -95,8 +96,10 @@ def vector_text(vector: np.ndarray) -> str:
 class PostgresMessageVectors:
     """Embeddings of archived messages for one model, kept and searched in PostgreSQL."""
 
-    def __init__(self, embedder: Embedder, database: PostgresDatabase) -> None:
+    def __init__(self, embedder: Embedder, database: PostgresDatabase, *, embed_at_search: bool = True) -> None:
         self.embedder = embedder
+        # As for the SQLite archive's vectors: off where something else embeds new messages.
+        self.embed_at_search = embed_at_search
         self._database = database
         self._embedded_upto = 0  # every message with an id at or below this has a vector of this model
         self._lock = threading.Lock()
@@ -111,8 +114,10 @@ class PostgresMessageVectors:
             ).fetchone()[0]
 
     def catch_up(self) -> None:
-        """Before a search: embed a bounded batch of messages that have no vector yet."""
-        self.embed_pending(EMBED_PER_SEARCH)
+        """Before a search: embed a bounded batch of messages that have no vector yet (unless
+        ``embed_at_search`` is off)."""
+        if self.embed_at_search:
+            self.embed_pending(EMBED_PER_SEARCH)
 
     def embed_pending(self, limit: int | None = None) -> int:
         """Embed messages that have no vector of this model yet, oldest first; returns how many."""
@@ -164,7 +169,7 @@ class PostgresMessageVectors:
         the caller drops messages out of scope or filtered out)."""
         if not query.strip() or k <= 0:
             return []
-        probe = vector_text(np.asarray(self.embedder.embed([query]), dtype=np.float32).reshape(-1))
+        probe = vector_text(shared_query_vectors().start(self.embedder, query).result().reshape(-1))
         wider = k > EF_SEARCH  # a walk keeping fewer candidates than asked for would return fewer
         if wider:
             conn.execute(f"SET hnsw.ef_search = {int(k)}")

@@ -1,12 +1,17 @@
 """The archive as a :class:`mnemo.providers.MemoryProvider`: it records every turn and answers the
-``session_search`` tool. It adds nothing to the per-turn context; the model asks when it needs to."""
+``session_search`` tool.
+
+It adds no per-turn context of its own: the graph provider ranks the archived messages of earlier sessions
+together with its memories (see :mod:`mnemo.recollection`), leaving out what :meth:`ArchiveProvider.in_context`
+says the model still holds. Listeners added with :meth:`ArchiveProvider.add_session_listener` hear of each
+session that ends or is left, once every message of it is archived (the graph extracts from it then)."""
 
 from __future__ import annotations
 
 import logging
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +35,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("mnemo.archive")
 
 TOOL_NAME = "session_search"
+# Messages embedded after a turn, on the provider's worker: a turn's own, and a bounded share of any backlog.
+EMBED_PER_TURN = 128
 
 
 class ArchiveProvider:
@@ -41,8 +48,9 @@ class ArchiveProvider:
     :mod:`mnemo.database`) for ``scope`` (else
     the config's ``user_id`` / ``agent_id`` / ``channel_id``) and closed by :meth:`shutdown`.
 
-    With an ``embedder``, searches add a vector channel; new messages are embedded after each turn,
-    on the provider's background thread.
+    With an ``embedder``, searches add a vector channel; new messages are embedded after each turn, on the
+    provider's background thread (at most ``EMBED_PER_TURN`` at a time, so a backlog, such as an archive
+    that had no vectors before, is caught up over the following turns), and a search never embeds any.
 
     Search summaries are off by default: pass a ``summarizer`` model, or set ``summarize = true`` in
     the provider's config to use the model configured in mnemo's settings (``llm_base_url``,
@@ -73,6 +81,9 @@ class ArchiveProvider:
         # user/assistant pair a second time.
         self._recorded_turns: set[tuple[str, str]] = set()
         self._source = "cli"
+        # The last message of the current session that compression took out of the model's context.
+        self._compressed_through = 0
+        self._listeners: list[Callable[[str], None]] = []
 
     @property
     def name(self) -> str:
@@ -92,6 +103,26 @@ class ArchiveProvider:
     def is_available(self) -> bool:
         """SQLite with FTS5 is part of Python; the archive is always available."""
         return True
+
+    def in_context(self) -> tuple[str, int] | None:
+        """``(session_id, message_id)``: the current session's messages after ``message_id`` are still in
+        the model's context (``0`` until a compression took some out); ``None`` when no session is open.
+        What recall leaves out of per-turn context."""
+        with self._lock:
+            return None if self._session_id is None else (self._session_id, self._compressed_through)
+
+    def add_session_listener(self, listener: Callable[[str], None]) -> None:
+        """Call ``listener(session_id)`` on this provider's worker whenever a session ends or is switched
+        away from, after every message of it was archived. A listener that raises is logged; the others
+        still run."""
+        self._listeners.append(listener)
+
+    def _left(self, session_id: str) -> None:
+        for listener in self._listeners:
+            try:
+                listener(session_id)
+            except Exception:  # noqa: BLE001 - one listener's failure must not stop the session's end
+                log.exception("archive: a session listener failed for %r", session_id)
 
     def initialize(self, session_key: str, config: Mapping[str, Any]) -> None:
         """Open the archive if needed and start (or continue) the session ``session_key``.
@@ -120,7 +151,7 @@ class ArchiveProvider:
 
                     path = load_settings(config.get("home")).database_target
                 scope = self._scope or Scope(**{k: config[k] for k in ("user_id", "agent_id", "channel_id") if k in config})
-                self._archive = open_archive(path, embedder=self._embedder, scope=scope)
+                self._archive = open_archive(path, embedder=self._embedder, scope=scope, embed_at_search=False)
                 self._owned = True
             self._source = config.get("source") or "cli"
             self._archive.start_session(
@@ -198,13 +229,21 @@ class ArchiveProvider:
                 self._session_id,
                 [{"role": "user", "content": user_message}, {"role": "assistant", "content": assistant_response}],
             )
-        self._archive.embed_pending()
+        self._archive.embed_pending(EMBED_PER_TURN)
 
     def on_memory_write(self, action: str, target: str, content: str, old_text: str | None = None) -> None:
         """Curated writes are not the archive's concern."""
 
     def on_compress(self, messages: Sequence[Mapping[str, Any]], compression_count: int) -> None:
-        """Nothing to do: every turn is already archived by :meth:`on_turn_complete`."""
+        """Note how far compression took the current session out of the model's context, so recall may
+        bring those messages back (every turn is already archived by :meth:`on_turn_complete`)."""
+        session_id = self._session_id
+        if self._archive is None or self._archive.closed or session_id is None or not messages:
+            return
+        located = [found for found in self._archive.locate(session_id, messages) if found is not None]
+        with self._lock:
+            if located and self._session_id == session_id:
+                self._compressed_through = max(self._compressed_through, *located)
 
     def on_session_switch(
         self, new_session_id: str, parent_session_id: str | None, reset: bool, rewound: bool
@@ -218,8 +257,9 @@ class ArchiveProvider:
         with self._lock:
             # Until the new session exists nothing is recorded: the old session must not receive the
             # new one's turns (and an id taken by another scope is never written to).
-            self._session_id = None
+            left, self._session_id = self._session_id, None
             self._recorded_turns.clear()
+            self._compressed_through = 0
             try:
                 self._archive.start_session(
                     new_session_id, source=self._source, parent_session_id=parent_session_id, exist_ok=True
@@ -230,12 +270,16 @@ class ArchiveProvider:
                 log.warning("archive: %s; session %r recorded without a parent", exc.problem, new_session_id)
                 self._archive.start_session(new_session_id, source=self._source, exist_ok=True)
             self._session_id = new_session_id
+        if left is not None and left != new_session_id:
+            self._left(left)
 
     def on_session_end(self, messages: Sequence[Mapping[str, Any]]) -> None:
-        """Mark the current session ended; its messages were archived turn by turn already."""
+        """Mark the current session ended (its messages were archived turn by turn already), then tell the
+        session listeners."""
         if self._archive is None or self._archive.closed or self._session_id is None:
             return
         self._archive.end_session(self._session_id)
+        self._left(self._session_id)
 
     def on_delegation(self, task: str, result: str, child_session_id: str) -> None:
         """Keep the delegated task and the subagent's result in the current (parent) session, as the
@@ -249,7 +293,7 @@ class ArchiveProvider:
                 {"role": "tool", "name": "delegation", "content": result, "child_session_id": child_session_id},
             ],
         )
-        self._archive.embed_pending()
+        self._archive.embed_pending(EMBED_PER_TURN)
 
     def shutdown(self) -> None:
         """Close the archive (and summary client) if this provider opened them; idempotent, never raises."""

@@ -1,10 +1,17 @@
 """The memory graph as a :class:`~mnemo.providers.MemoryProvider` named ``"graph"``.
 
-Per turn it adds the memories most relevant to the user's message (type, date, subject, content) within a
-character budget, leaving out whatever the frozen curated snapshot already shows. It declares the
-``recall``, ``remember``, ``relate`` and ``forget`` tools, imports the curated files once on first use,
-mirrors later curated writes (add -> new memory, replace -> new version with an ``updates`` edge,
-remove -> forgotten), and before context compression extracts memories from the discarded messages.
+Per turn it adds what is most relevant to the user's message within a character budget: its memories and,
+given the archive's provider, the archived messages of earlier sessions, ranked together (see
+:mod:`mnemo.recollection`), leaving out whatever the frozen curated snapshot already shows and what the
+model still holds. It declares the ``recall``, ``remember``, ``relate`` and ``forget`` tools, imports the
+curated files once on first use, and mirrors later curated writes (add -> new memory, replace -> new
+version with an ``updates`` edge, remove -> forgotten).
+
+Extraction needs nothing from the host: when a session ends or is left, the archive's provider tells this
+one, which extracts from the archive's own record of the session; sessions a killed process never ended
+are extracted in the background when the next session opens. Before context compression it also extracts
+from the messages about to be discarded, and messages a host hands over at the end are used where the
+archive lacks them.
 """
 
 from __future__ import annotations
@@ -17,24 +24,27 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._time import iso
 from ..database import refuse_old_config_key
 from ..embeddings import named_embedder, preload
 from ..errors import ConfigError, MnemoError
+from ..graph.backfill import backfill
 from ..graph.bulletin import session_bulletin, synthesize_with
 from ..graph.extract_rules import extract as extract_by_rules
-from ..graph.extraction import Extractor, extract_messages
+from ..graph.extraction import Extractor, extract_messages, extracted_from
 from ..graph.maintenance import SESSION_BUDGET, maintain
 from ..graph.migrate_curated import TARGET_TYPES, curated_source, import_curated
 from ..graph.review import WriteKind
 from ..graph.store import MemoryGraph
 from ..graph.types import Memory, MemoryType, Scope
 from ..provenance import OPERATOR, Origin, Provenance
+from ..recollection import RecalledMessage, memory_line, recall_everything, render_context
 from ..review import MODEL_WRITES, WriteGate, graph_payload
 from ..tools.graph import GRAPH_TOOL_NAMES, GRAPH_TOOL_SCHEMAS, handle_graph_call
+from .archive import ArchiveProvider
 from .config_schema import ConfigField
 
 if TYPE_CHECKING:
+    from ..archive import Archive
     from ..config import Settings
     from ..embeddings.protocol import Embedder
     from ..llm.protocol import LLM
@@ -42,7 +52,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("mnemo.graph")
 
 DEFAULT_CONTEXT_CHARS = 1500
-ENRICH_LIMIT = 8
+ENRICH_LIMIT = 16
+# Sessions looked at, newest first, for messages a killed process never had extracted.
+RECOVERED_SESSIONS = 20
 # The source of memories the graph keeps of finished delegations.
 DELEGATION_SOURCE = "delegation"
 
@@ -71,8 +83,16 @@ class GraphProvider:
         embedder: Embedder | None = None,
         context_chars: int = DEFAULT_CONTEXT_CHARS,
         enrich_limit: int = ENRICH_LIMIT,
+        archive: ArchiveProvider | None = None,
     ) -> None:
         self._graph = graph
+        # The archive's provider, when the graph draws on it: recall ranks its messages beside the memories,
+        # and extraction reads each session it records once the session is over.
+        self._archive = archive
+        if archive is not None:
+            archive.add_session_listener(self.extract_session)
+        self._recovery: threading.Thread | None = None
+        self._stopping = threading.Event()
         self._owns_graph = False
         self._embedder = embedder
         self.context_chars = context_chars
@@ -101,15 +121,16 @@ class GraphProvider:
         *,
         frozen_entries: Callable[[], Iterable[str]] | Iterable[str] | None = None,
         embedder: Embedder | None = None,
+        archive: ArchiveProvider | None = None,
     ) -> GraphProvider:
         """A provider on ``settings.database_target`` (the ``database_url``, else the home's database), in ``settings.scope``, that imports
         ``settings.memories_dir`` once and spends ``settings.graph_context_chars`` per turn. ``frozen_entries`` may be a callable, read at
         :meth:`initialize` (after the curated snapshot is frozen). Without an ``embedder``, the one named by
-        ``settings.graph_embedder`` is used. The per-provider config passed to :meth:`initialize` still
-        overrides all of these."""
+        ``settings.graph_embedder`` is used. ``archive`` is the archive's provider to draw on (in the same
+        database and scope). The per-provider config passed to :meth:`initialize` still overrides all of these."""
         if embedder is None:
             embedder = named_embedder(settings.graph_embedder, cache_dir=settings.cache_directory)
-        provider = cls(embedder=embedder, context_chars=settings.graph_context_chars)
+        provider = cls(embedder=embedder, context_chars=settings.graph_context_chars, archive=archive)
         provider.maintenance = {
             "interval_hours": settings.maintenance_interval_hours,
             "prune_below": settings.prune_below,
@@ -189,6 +210,51 @@ class GraphProvider:
         self._start_maintenance()
         self._bulletin = self._render_bulletin()
         preload(self._embedder)
+        if self._archive_store() is not None and self._recovery is None:
+            self._recovery = threading.Thread(target=self._recover, name="mnemo-graph-recover", daemon=True)
+            self._recovery.start()
+
+    def _archive_store(self) -> Archive | None:
+        """The archive drawn on, when there is one and it is open."""
+        archive = None if self._archive is None else self._archive.archive
+        return None if archive is None or archive.closed else archive
+
+    def extract_session(self, session_id: str) -> None:
+        """Extract every archived message of ``session_id`` not extracted before (the archive's provider
+        calls this when the session ends or is left); a failure is logged, and the next open retries."""
+        archive = self._archive_store()
+        if archive is None or self._graph is None:
+            return
+        try:
+            report = backfill(
+                self.graph, archive, [session_id], extractor=self._extractor, advance=self._unless_stopping,
+                review=self.gate.queue(self.graph) if self.gate.quarantine else None,
+                trusted_tools=self.gate.trusted_tools,
+            )  # fmt: skip
+        except _Stopping:
+            return
+        except (MnemoError, sqlite3.Error) as exc:
+            log.warning("graph: extraction of session %r failed: %s", session_id, exc)
+            return
+        log.info("graph: extracted session %r: %s", session_id, report.as_dict())
+
+    def _unless_stopping(self, _count: int) -> None:
+        if self._stopping.is_set():
+            raise _Stopping
+
+    def _recover(self) -> None:
+        """Extract the recent sessions whose messages were never all extracted (their process was killed
+        before the session ended), newest first, stopping at shutdown."""
+        archive = self._archive_store()
+        current = self._session_key
+        try:
+            for info in archive.list_sessions(limit=RECOVERED_SESSIONS) if archive is not None else ():
+                if self._stopping.is_set():
+                    return
+                if info.id != current and info.message_count > len(extracted_from(self.graph, info.id)):
+                    self.extract_session(info.id)
+        except (MnemoError, sqlite3.Error) as exc:
+            log.warning("graph: looking for sessions to extract failed: %s", exc)
 
     def _start_maintenance(self) -> None:
         """A bounded maintenance pass when one is due; a failure is logged, never fatal to the session."""
@@ -228,28 +294,23 @@ class GraphProvider:
         return {"tool_names": set(GRAPH_TOOL_NAMES), "tool_schemas": [dict(s) for s in GRAPH_TOOL_SCHEMAS]}
 
     def enrich_turn(self, user_message: str, messages: Sequence[Mapping[str, Any]]) -> str | None:
-        """The most relevant memories for ``user_message``, one per line, within the character budget."""
+        """What is most relevant to ``user_message`` (memories and earlier sessions' messages), one per line
+        within the character budget, newest first."""
         if not isinstance(user_message, str) or not user_message.strip() or self.context_chars <= 0:
             return None
-        results = self.graph.recall(user_message, limit=min(self.enrich_limit + len(self._frozen), 100))
-        lines: list[str] = []
-        used = 0
-        for result in results:
-            memory = result.memory
-            if _normal(memory.content) in self._frozen:
-                continue
-            line = _context_line(memory, result.status)
-            if used + len(line) + 1 > self.context_chars:
-                continue  # a shorter, lower-ranked memory may still fit
-            lines.append(line)
-            used += len(line) + 1
-            if len(lines) >= self.enrich_limit:
-                break
-        return "\n".join(lines) or None
+        found = recall_everything(
+            self.graph, self._archive_store(), user_message, limit=min(2 * self.enrich_limit + len(self._frozen), 50),
+            in_context=self._archive.in_context() if self._archive is not None else None,
+        )  # fmt: skip
+        shown = [item for item in found if isinstance(item, RecalledMessage) or _normal(item.content) not in self._frozen]
+        return render_context(shown, self.context_chars, most=self.enrich_limit) or None
 
     def handle_tool_call(self, name: str, arguments: Any) -> str:
-        """Run ``recall``, ``remember``, ``relate`` or ``forget``; a JSON string."""
-        return handle_graph_call(self.graph, name, arguments, gate=self.gate)
+        """Run ``recall`` (over the archive's earlier sessions too), ``remember``, ``relate`` or ``forget``;
+        a JSON string."""
+        in_context = self._archive.in_context() if self._archive is not None else None
+        return handle_graph_call(self.graph, name, arguments, archive=self._archive_store(), in_context=in_context,
+                                 gate=self.gate)
 
     def on_memory_write(self, action: str, target: str, content: str, old_text: str | None = None) -> None:
         """Mirror one accepted curated write into the graph."""
@@ -304,11 +365,16 @@ class GraphProvider:
         (see :mod:`mnemo.graph.extraction`); a message extracted before adds nothing. Returns the new
         memories, one per line, for the summariser to keep (``None`` when there are none)."""
         memories = self._extract(messages, "before compression")
-        return "\n".join(_context_line(memory) for memory in memories) or None
+        return "\n".join(memory_line(memory) for memory in memories) or None
 
     def on_session_end(self, messages: list[dict[str, str]]) -> None:
-        """Extract from the session's messages what compression did not already (the same rules: once per
-        message, scanned, de-duplicated), so a session that ends uncompressed is not lost either."""
+        """Extract from the messages the host hands over those the archive lacks (the archive's record of
+        the session is extracted when its provider says the session ended; the same rules either way:
+        once per message, scanned, de-duplicated)."""
+        archive = self._archive_store()
+        if archive is not None and messages and self._session_key is not None:
+            found = archive.locate(self._session_key, messages)
+            messages = [message for message, archived in zip(messages, found, strict=True) if archived is None]
         self._extract(messages, "at session end")
 
     def _extract(self, messages: list[dict[str, str]], when: str) -> list[Memory]:
@@ -354,7 +420,11 @@ class GraphProvider:
         self.gate.queue(self.graph).submit(WriteKind.GRAPH, payload, provenance)
 
     def shutdown(self) -> None:
-        """Close the graph (and LLM client) if this provider opened them; idempotent, never raises."""
+        """Stop the background extraction, close the graph (and LLM client) if this provider opened them;
+        idempotent, never raises."""
+        self._stopping.set()
+        if self._recovery is not None and self._recovery is not threading.current_thread():
+            self._recovery.join(timeout=_RECOVERY_JOIN_SECONDS)
         with self._lock:
             llm, self._owned_llm = self._owned_llm, None
         if llm is not None:
@@ -378,6 +448,14 @@ def trusted_tools(settings: Settings) -> frozenset[str]:
     return frozenset({*settings.trusted_tools, "memory", *GRAPH_TOOL_NAMES})
 
 
+# How long shutdown waits for the background extraction to notice it should stop (it stops between batches).
+_RECOVERY_JOIN_SECONDS = 5.0
+
+
+class _Stopping(Exception):
+    """Raised between extraction batches once shutdown has begun."""
+
+
 def _home_database(home: str) -> str | Path:
     """Where a home keeps its graph: its ``database_url`` when set, else its SQLite database."""
     from ..config import load_settings
@@ -397,15 +475,6 @@ def _llm_extractor(settings: Settings) -> tuple[Extractor, Any]:
         log.warning("graph: graph_extractor is 'llm' but %s; extracting by rules", exc)
         return extract_by_rules, None
     return LLMExtractor(llm, deadline=settings.compress_timeout * 0.8), llm
-
-
-def _context_line(memory: Memory, status: str | None = None) -> str:
-    date = (iso(memory.created_at) or "")[:10]
-    about = f" · {memory.subject}" if memory.subject else ""
-    # A memory a newer one updates or contradicts is shown as such, never as equally true.
-    note = f" · {status}: a newer memory says otherwise" if status else ""
-    content = " ".join(memory.content.split())
-    return f"- [{memory.type.value} · {date}{about}{note}] {content}"
 
 
 def bulletin_model(settings: Settings) -> LLM:

@@ -1,7 +1,7 @@
 """The retrieval engine shared by the session archive and the memory graph: safe FTS5 queries,
 natural-language term extraction, CJK detection, and the hybrid ranking (:class:`Fusion`)."""
 
-from .fusion import Fusion, Placement, asks_question, scale_similarity, scale_to_best, with_prior
+from .fusion import Fusion, Placement, asks_question, merge_ranked, scale_similarity, scale_to_best, with_prior
 from .query import (
     MAX_QUERY_CHARS,
     STOP_WORDS,
@@ -26,6 +26,7 @@ __all__ = [
     "cjk_ngrams",
     "has_cjk",
     "meaningful_terms",
+    "merge_ranked",
     "or_query",
     "parse_query",
     "quote",

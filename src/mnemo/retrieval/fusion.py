@@ -28,11 +28,12 @@ cross-validation, so the values hold on conversations they were not chosen on.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Hashable, Mapping
+from collections.abc import Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
 K = TypeVar("K", bound=Hashable)
+T = TypeVar("T")
 
 FTS = "fts"
 VECTOR = "vector"
@@ -216,3 +217,22 @@ def with_prior(relevance: float, prior: float, share: float) -> float:
     """``relevance`` scaled by a prior in [0, 1] (importance, recency) that may move it by ``share`` at most:
     the prior reorders near-ties but never lifts an item without relevance."""
     return relevance * ((1.0 - share) + share * min(max(prior, 0.0), 1.0))
+
+
+def merge_ranked(lists: Sequence[Sequence[tuple[T, float]]]) -> list[tuple[T, float]]:
+    """Lists each ranked by its own relevance (larger is better) as one list, best first.
+
+    Every relevance is divided by its list's best, so each list's best item scores 1 and the rest keep
+    their distance from it: relevances from separate rankings are not on one scale, but their ratios to
+    their own best are. Each list keeps its own order (an item a ranking lifted above a better-scored one,
+    such as the newer of two memories that disagree, stays above it: its score is capped by the one
+    before it); ties go to the first list."""
+    merged: list[tuple[float, int, int, T]] = []
+    for which, ranked in enumerate(lists):
+        best = max((score for _, score in ranked), default=0.0)
+        ceiling = 1.0
+        for position, (item, score) in enumerate(ranked):
+            ceiling = min(ceiling, score / best if best > 0 else 0.0)
+            merged.append((ceiling, which, position, item))
+    merged.sort(key=lambda entry: (-entry[0], entry[1], entry[2]))
+    return [(item, score) for score, _, _, item in merged]

@@ -8,18 +8,23 @@ error names the field to fix; refusals from the graph (unknown ids, blocked cont
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import InvalidArgument, MnemoError, excerpt
 from ..graph.errors import BlockedContent
-from ..graph.recalled import DEFAULT_RECALL_LIMIT, MAX_RECALL_LIMIT, recall_memories
+from ..graph.recalled import DEFAULT_RECALL_LIMIT, MAX_RECALL_LIMIT
 from ..graph.review import ReviewItem, WriteKind
 from ..graph.store import MemoryGraph
 from ..graph.types import MemoryType, Relation
 from ..provenance import Origin
+from ..recollection import recall_everything
 from ..review import HELD_MESSAGE, MODEL_WRITES, WriteGate, graph_payload
 from ..safety.scan import finding_labels
 from ._json import check_required, failure, function_schema, parse_arguments, success
+
+if TYPE_CHECKING:
+    from ..archive import Archive
 
 _TYPES = [t.value for t in MemoryType]
 _RELATIONS = [r.value for r in Relation]
@@ -34,9 +39,10 @@ _schema = function_schema
 
 RECALL_TOOL_SCHEMA = _schema(
     "recall",
-    "Search your long-term memory graph for memories relevant to a question or topic. Returns the newest "
-    "version of each matching memory with its id, type, date and content. Use it before answering questions "
-    "about the user, past decisions or earlier work that are not in the conversation.",
+    "Search your long-term memory for what is relevant to a question or topic: memories (the newest version "
+    "of each, with its id, type, date and content) and passages of earlier conversations (kind 'message', "
+    "with the session they were said in). Use it before answering questions about the user, past decisions "
+    "or earlier work that are not in the conversation.",
     {
         "query": {"type": "string", "description": "What you want to remember, in plain words."},
         "types": {"type": "array", "items": {"type": "string", "enum": _TYPES}, "description": "Only these memory types."},
@@ -124,19 +130,32 @@ def _optional_string(args: Mapping[str, Any], name: str) -> str | None:
     return value
 
 
-def _recall(graph: MemoryGraph, args: dict[str, Any], gate: WriteGate) -> str:
+class _Sessions(NamedTuple):
+    """The archive ``recall`` also searches, and what of it the model still holds (see
+    :func:`~mnemo.recollection.recall_everything`)."""
+
+    archive: Archive | None = None
+    in_context: tuple[str, int] | None = None
+
+
+_NO_SESSIONS = _Sessions()
+
+
+def _recall(graph: MemoryGraph, args: dict[str, Any], gate: WriteGate, sessions: _Sessions = _NO_SESSIONS) -> str:
     _check_required(args, RECALL_TOOL_SCHEMA)
-    found = recall_memories(
+    found = recall_everything(
         graph,
+        sessions.archive,
         args["query"],
+        in_context=sessions.in_context,
         limit=args.get("limit", DEFAULT_RECALL_LIMIT),
         types=args.get("types"),
         since=_optional_string(args, "since"),
         until=_optional_string(args, "until"),
         include_history=args.get("include_history", False),
     )
-    message = f"{len(found)} memories found." if found else "No matching memories."
-    return success(count=len(found), results=[memory.as_tool_dict() for memory in found], message=message)
+    message = f"{len(found)} found." if found else "Nothing matching found."
+    return success(count=len(found), results=[item.as_tool_dict() for item in found], message=message)
 
 
 def held_result(item: ReviewItem) -> str:
@@ -206,10 +225,20 @@ _HANDLERS: dict[str, Callable[[MemoryGraph, dict[str, Any], WriteGate], str]] = 
 _FIELD_NAMES = {"source_id": "source", "target_id": "target", "memory_type": "type"}
 
 
-def handle_graph_call(graph: MemoryGraph, name: str, arguments: Any, *, gate: WriteGate = MODEL_WRITES) -> str:
-    """Run the graph tool ``name`` against ``graph``; return the JSON result for the model. ``gate`` stamps
-    what ``remember`` writes and holds an untrusted write for review (see :mod:`mnemo.review`)."""
-    handler = _HANDLERS.get(name)
+def handle_graph_call(
+    graph: MemoryGraph,
+    name: str,
+    arguments: Any,
+    *,
+    archive: Archive | None = None,
+    in_context: tuple[str, int] | None = None,
+    gate: WriteGate = MODEL_WRITES,
+) -> str:
+    """Run the graph tool ``name`` against ``graph``; return the JSON result for the model. ``recall`` also
+    searches ``archive``'s earlier sessions, leaving out ``in_context`` (``(session_id, message_id)``: that
+    session's messages after that id). ``gate`` stamps what ``remember`` writes and holds an untrusted write
+    for review (see :mod:`mnemo.review`)."""
+    handler = partial(_recall, sessions=_Sessions(archive, in_context)) if name == "recall" else _HANDLERS.get(name)
     if handler is None:
         return failure(f"unknown graph tool {excerpt(name)} (tools: {', '.join(_HANDLERS)})")
     try:
