@@ -8,12 +8,14 @@ event to one call (see the agent-loop contract in the architecture notes)::
         tools = memory.tools()                     # OpenAI function schemas
         api_messages = memory.prepare_messages(user_message, history)
         result = memory.handle_tool_call(name, arguments)
+        memory.report_untrusted(page_text, source="fetch")   # what a tool of the host's own returned
         memory.turn_complete(user_message, reply)
         memory.switch_session(new_id, parent=memory.session_key)   # e.g. after compression
         memory.end_session(messages)               # a real session boundary (close() ends it too)
 
 The session archive and the memory graph are providers like any other; they are registered first
-unless disabled in the settings.
+unless disabled in the settings. Every write is stamped with its provenance; after untrusted content the
+model's writes wait for the user's review (``review_list`` / ``review_approve``: see :mod:`mnemo.review`).
 """
 
 from __future__ import annotations
