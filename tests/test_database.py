@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 
-from mnemo import AgentMemory, DatabaseTooNew, ForeignDatabase, StorageUnavailable, _db
+from mnemo import AgentMemory, DatabaseTooNew, ForeignDatabase, RecalledMemory, StorageUnavailable, _db
 from mnemo.archive import SessionArchive
 from mnemo.archive import schema as archive_schema
 from mnemo.cli import main
@@ -205,7 +205,8 @@ def test_a_mnemo_01_home_keeps_its_state_db_and_everything_in_it(tmp_path):
     with AgentMemory.open("new", home, **FAST) as memory:
         found = memory.search_sessions("quokka")
         assert [group.root.id for group in found] == ["old"]
-        assert [m.content for m in memory.recall("quokka")] == ["The quokka service moved to Frankfurt"]
+        memories = [m for m in memory.recall("quokka") if isinstance(m, RecalledMemory)]
+        assert [m.content for m in memories] == ["The quokka service moved to Frankfurt"]
     assert not (home / DATABASE_FILENAME).exists()
     conn = sqlite3.connect(home / "state.db")
     versions = dict(conn.execute("SELECT component, version FROM schema_versions"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from mnemo import AgentMemory
+from mnemo import AgentMemory, RecalledMessage
 from support.homes import make_mnemo_01_home
 
 _USERS = 4
@@ -40,8 +40,10 @@ def test_users_writing_at_once_each_keep_all_of_theirs_and_see_nothing_else(tmp_
         with AgentMemory.open(f"{user}-check", home, user_id=user, **FAST) as memory:
             [group] = memory.search_sessions("zebra rollout", limit=20)
             assert group.root.id == f"{user}-session" and group.root.message_count == 2 * _TURNS
-            found = memory.recall("zebra step", limit=50)
+            found = memory.recall("zebra step", types=["fact"], limit=50)
             assert len(found) == _TURNS and all(m.content.startswith(f"{user} ") for m in found)
+            said = [m.passage for m in memory.recall("zebra rollout step", limit=50) if isinstance(m, RecalledMessage)]
+            assert said and all(user in passage for passage in said)
     with AgentMemory.open("owner", home, **FAST) as memory:  # the empty scope: the 0.1 data, nothing new
         assert [g.root.id for g in memory.search_sessions("quokka")] == ["old"]
         assert memory.search_sessions("zebra") == []

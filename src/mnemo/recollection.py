@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from concurrent.futures import Future
+from concurrent.futures import Future, wait
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -120,9 +120,16 @@ def recall_everything(
                 include_history=include_history,
             )  # fmt: skip
     finally:
-        hits = pending.result() if pending is not None else []
+        if pending is not None:
+            wait([pending])  # never leave the search running past this call, whatever happened here
+    hits = pending.result() if pending is not None else []
     stems = query_stems(query)
-    messages = [_message(hit, stems) for hit in hits if not _said_after_untrusted(hit.message.extra)]
+    # A reply that only called tools has no text of its own: what matched was its tool call.
+    messages = [
+        _message(hit, stems)
+        for hit in hits
+        if hit.message.text.strip() and not _said_after_untrusted(hit.message.extra)
+    ]
     merged = merge_ranked([[(m, m.score) for m in memories], [(m, m.score) for m in messages]])
     return _once_each(merged)[:limit]
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from ..errors import InvalidArgument, MnemoError, excerpt
 from ..scope import Scope
+from .locate import locate_messages
 from .records import (
     Hit,
     MessageRow,
@@ -34,7 +35,6 @@ from .records import (
     to_timestamp,
     tool_call_names,
 )
-from .locate import locate_messages
 from .search import SESSION_SCOPE_CLAUSE, SORTS, Filters, Match
 
 if TYPE_CHECKING:
