@@ -325,7 +325,10 @@ def test_a_tool_edit_is_recorded_with_its_session_and_tool_call_id(tmp_path):
     with AgentMemory.open("session-h", home=tmp_path) as memory:
         memory.handle_tool_call("memory", {"action": "add", "target": "memory", "content": "uses uv"}, tool_call_id="call-7")
         [record] = memory.store.history.records()
-    assert record.origin == {"via": "tool", "tool_call_id": "call-7", "session_id": "session-h"}
+    assert record.origin == {
+        "via": "tool", "tool_call_id": "call-7", "session_id": "session-h",
+        "provenance": {"origin": "model", "via": "tool", "session_id": "session-h"},
+    }  # fmt: skip
 
 
 def test_the_local_model_caches_its_weights_inside_the_home(tmp_path, monkeypatch):

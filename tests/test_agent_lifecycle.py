@@ -13,6 +13,7 @@ from mnemo import AgentMemory
 from mnemo.agent import SessionStateError
 from mnemo.errors import InvalidArgument
 from mnemo.graph import MemoryType
+from mnemo.provenance import Origin
 from mnemo.providers import ArchiveProvider, BaseProvider, GraphProvider
 from mnemo.safety import MEMORY_CONTEXT_TAG
 
@@ -287,11 +288,15 @@ def test_the_archive_keeps_the_delegation_under_the_parent_session(tmp_path):
         assert result.extra["child_session_id"] == "child-1"
 
 
-def test_the_graph_remembers_a_delegation_as_an_event(tmp_path):
+def test_a_delegation_waits_for_review_and_once_approved_is_an_event_memory(tmp_path):
     with _open(tmp_path, graph_enabled=True) as memory:
-        memory.delegation_complete("find the flaky test", "test_upload times out on CI")
+        memory.delegation_complete("find the flaky test", "test_upload times out on CI", "child-1")
         memory.end_session()
         memory.switch_session("s2")
+        assert memory.recall("flaky test") == []
+        [held] = memory.review_list()
+        assert held.provenance.origin is Origin.AGENT and held.provenance.source == "child-1"
+        memory.review_approve(held.id, digest=held.digest)
         [event] = [m for m in memory.recall("flaky test") if m.type is MemoryType.EVENT]
         assert "test_upload times out on CI" in event.content
         assert event.source == "delegation"

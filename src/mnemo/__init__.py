@@ -53,12 +53,15 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ".graph.recalled": (
         "RecalledMemory",
     ),
+    ".graph.review": (
+        "ReviewConflict", "ReviewItem", "ReviewNotFound", "ReviewState",
+    ),
     ".llm": (
         "LLM", "ChatResponse", "LLMError", "LLMNotConfigured", "ScriptedLLM", "ScriptedToolCall", "ToolCall",
         "OpenAICompatibleLLM",
     ),
     ".loop": (
-        "Conversation", "ToolEvent", "Turn",
+        "Conversation", "HostTool", "ToolEvent", "Turn",
     ),
     ".recollection": (
         "Recalled", "RecalledMessage",
@@ -70,6 +73,9 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ".safety": (
         "MEMORY_CONTEXT_TAG", "ContextScrubber", "Finding", "build_memory_context_block",
         "inject_memory_context", "sanitize_context", "scan", "scrub_memory_context",
+    ),
+    ".provenance": (
+        "Origin", "Provenance",
     ),
     ".scope": (
         "Scope",
@@ -149,6 +155,12 @@ if TYPE_CHECKING:
     from .graph.recalled import (
         RecalledMemory,
     )
+    from .graph.review import (
+        ReviewConflict,
+        ReviewItem,
+        ReviewNotFound,
+        ReviewState,
+    )
     from .llm import (
         LLM,
         ChatResponse,
@@ -165,8 +177,13 @@ if TYPE_CHECKING:
     )
     from .loop import (
         Conversation,
+        HostTool,
         ToolEvent,
         Turn,
+    )
+    from .provenance import (
+        Origin,
+        Provenance,
     )
     from .providers import (
         BaseProvider,
@@ -234,6 +251,7 @@ __all__ = [
     "Finding",
     "ForeignDatabase",
     "Hit",
+    "HostTool",
     "InvalidArgument",
     "LLM",
     "LLMError",
@@ -255,7 +273,9 @@ __all__ = [
     "MnemoError",
     "NoMatchingEntry",
     "OpenAICompatibleLLM",
+    "Origin",
     "OverBudget",
+    "Provenance",
     "ProviderCapabilities",
     "ProviderError",
     "ProviderRegistry",
@@ -265,6 +285,10 @@ __all__ = [
     "Relation",
     "Remove",
     "Replace",
+    "ReviewConflict",
+    "ReviewItem",
+    "ReviewNotFound",
+    "ReviewState",
     "Scope",
     "ScriptedLLM",
     "ScriptedToolCall",

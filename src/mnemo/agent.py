@@ -8,16 +8,19 @@ event to one call (see the agent-loop contract in the architecture notes)::
         tools = memory.tools()                     # OpenAI function schemas
         api_messages = memory.prepare_messages(user_message, history)
         result = memory.handle_tool_call(name, arguments)
+        memory.report_untrusted(page_text, source="fetch")   # what a tool of the host's own returned
         memory.turn_complete(user_message, reply)
         memory.switch_session(new_id, parent=memory.session_key)   # e.g. after compression
         memory.end_session(messages)               # a real session boundary (close() ends it too)
 
 The session archive and the memory graph are providers like any other; they are registered first
-unless disabled in the settings.
+unless disabled in the settings. Every write is stamped with its provenance; after untrusted content the
+model's writes wait for the user's review (``review_list`` / ``review_approve``: see :mod:`mnemo.review`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -25,16 +28,19 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ._db import DatabaseError
 from .agent_api import TypedMemoryAPI, async_twin
 from .config import Settings, load_settings
 from .curated import TARGETS, MemoryStore
 from .curated.entries import entry_id, joined_length
 from .curated.errors import BlockedContent, MemoryOpError
-from .curated.ops import MemoryOp, MemoryOpOutcome
+from .curated.ops import Add, MemoryOp, MemoryOpOutcome, Replace
 from .curated.store import check_target
 from .degraded import Degradation, unavailable_result
 from .embeddings import named_embedder
-from .errors import InvalidArgument, MnemoError, StorageUnavailable, excerpt
+from .errors import InvalidArgument, MnemoError, StorageUnavailable, TierUnavailable, excerpt
+from .graph.review import ReviewItem, WriteKind
+from .provenance import Origin, Provenance
 from .providers import (
     ArchiveProvider,
     GraphProvider,
@@ -46,8 +52,12 @@ from .providers import (
 from .providers.configuration import session_configs
 from .providers.discovery import PluginProblem, load_enabled
 from .providers.registry import message_text
+from .review import curated_payload
 from .safety import build_memory_context_block, inject_memory_context, render_sections, scan
+from .safety.scan import finding_labels
+from .taint import TaintTracker
 from .tools._json import failure, refusal
+from .tools.graph import held_result
 from .tools.memory import (
     MEMORY_TOOL_SCHEMA,
     MemoryCall,
@@ -106,6 +116,10 @@ class AgentMemory(TypedMemoryAPI):
             compress_timeout=self.settings.compress_timeout,
             shutdown_timeout=self.settings.shutdown_timeout,
         )
+        # What entered the model's context this session, and so whose its writes are (see mnemo.taint).
+        self.taint = TaintTracker(self.settings.trusted_tools)
+        self.model_origin = Origin.MODEL  # the origin of the model's untainted writes (mnemo serve: an MCP client's)
+        self._awaiting_review = 0
         self._builtin = self._builtin_providers()
         for provider in (*self._builtin, *providers):
             self.registry.register(provider)
@@ -151,6 +165,7 @@ class AgentMemory(TypedMemoryAPI):
         graph = GraphProvider.from_settings(
             self.settings, frozen_entries=self._frozen_entries, embedder=models[self.settings.graph_embedder], archive=archive
         )
+        graph.gate = dataclasses.replace(graph.gate, provenance=self._write_provenance, mirrored=self._mirrored_provenance)
         return [archive, graph] if archive is not None else [graph]
 
     def _register_plugins(self) -> list[PluginProblem]:
@@ -183,9 +198,11 @@ class AgentMemory(TypedMemoryAPI):
                 raise SessionStateError(f"session {self._session_key!r} already started; use a new AgentMemory")
             self.store.load()
             self._session_key = session_key
+            self.taint.reset(session_key)
             configs = session_configs(self.registry.registered, self.settings.providers, home=self.settings.home)
             self.registry.initialize_all(session_key, configs)
             self._take_stock()
+            self._count_awaiting_review()
             # After the providers started: the graph's bulletin is part of the frozen prompt.
             self._system_prompt = "\n\n".join(text for _, text in self.prompt_blocks())
 
@@ -210,6 +227,22 @@ class AgentMemory(TypedMemoryAPI):
                 self._unavailable[schema["function"]["name"]] = (degradation, schema)
         for degradation in self._degraded:
             log.error("memory degraded: %s", degradation)
+
+    def _count_awaiting_review(self) -> None:
+        try:
+            queue = self._review_queue()
+            queue.expire()
+            self._awaiting_review = queue.pending_count()
+        except (TierUnavailable, MnemoError, DatabaseError) as exc:
+            log.warning("review: could not count the writes awaiting review: %s", exc)
+            self._awaiting_review = 0
+        if self._awaiting_review:
+            log.info("%d memory write(s) await the user's review (mnemo review list)", self._awaiting_review)
+
+    @property
+    def awaiting_review(self) -> int:
+        """How many writes awaited the user's review when this session started (see :meth:`review_list`)."""
+        return self._awaiting_review
 
     @property
     def degraded(self) -> tuple[Degradation, ...]:
@@ -254,6 +287,10 @@ class AgentMemory(TypedMemoryAPI):
                 raise InvalidArgument("new_session_id", f"{new_session_id!r} is already the current session")
             if reset:
                 self.store.load()  # before the providers hear of it: the graph reads the new snapshot
+            if reset or self._ended:
+                self.taint.reset(new_session_id)
+            else:  # a continuation: the model's context still holds what it read
+                self.taint.rekey(new_session_id)
             self.registry.on_session_switch(new_session_id, parent, reset, rewound)
             if reset:
                 # After them: the graph renders a fresh bulletin for a fresh conversation.
@@ -318,6 +355,7 @@ class AgentMemory(TypedMemoryAPI):
         with self._lock:
             self._turn_number += 1
             turn_number = self._turn_number
+        self.taint.user_said(user_message, turn=turn_number)
         self.registry.on_turn_start(turn_number, user_message)
         api_messages = [dict(message) for message in history]
         last = api_messages[-1] if api_messages else None
@@ -338,6 +376,7 @@ class AgentMemory(TypedMemoryAPI):
         self._require_session()
         if not isinstance(user_message, str):
             raise InvalidArgument("user_message", f"must be a string, got {type(user_message).__name__}")
+        self.taint.user_said(user_message)
         return render_sections(self.registry.enrich_turn(user_message, ({"role": "user", "content": user_message},)))
 
     def queue_prefetch(self, query: str) -> None:
@@ -347,6 +386,29 @@ class AgentMemory(TypedMemoryAPI):
         if not isinstance(query, str):
             raise InvalidArgument("query", f"must be a string, got {type(query).__name__}")
         self.registry.prefetch(query)
+
+    def report_untrusted(self, content: str, *, source: str, kind: str = "tool") -> bool:
+        """Tell mnemo that untrusted ``content`` entered the model's context: a tool's result (``source``
+        is the tool's name), a retrieved ``"document"``, a ``"delegation"``'s result, a ``"page"``...
+
+        From the first untrusted content on, the model's writes in this session are tainted and held for
+        the user's review, unless what they save is what the user said. A tool named in the
+        ``trusted_tools`` setting does not taint. Returns whether this content tainted the session.
+        """
+        self._require_session()
+        for field_name, value in (("content", content), ("source", source), ("kind", kind)):
+            if not isinstance(value, str):
+                raise InvalidArgument(field_name, f"must be a string, got {type(value).__name__}")
+        if not source.strip():
+            raise InvalidArgument("source", "must name the tool or source the content came from")
+        return self.taint.exposed(source.strip(), content, kind.strip() or "tool")
+
+    def _write_provenance(self, content: str, via: str) -> Provenance:
+        return self.taint.provenance(content, via=via, model=self.model_origin)
+
+    def _mirrored_provenance(self, target: str, content: str) -> Provenance:
+        recorded = self.store.provenance_of(target, content)
+        return recorded if recorded.origin is not Origin.UNKNOWN else self._write_provenance(content, "mirror")
 
     def mirror_curated_write(self, action: str, target: str, content: str, old_text: str | None = None) -> None:
         """Tell the providers about a write to curated memory that another system made (a host's own
@@ -387,10 +449,34 @@ class AgentMemory(TypedMemoryAPI):
         if call.history:
             return memory_history_result(self.store, call.target)
         try:
-            outcome = self._edit_curated(call, {"via": "tool", "tool_call_id": tool_call_id})
+            outcome = self._model_edit(call, {"via": "tool", "tool_call_id": tool_call_id})
+        except TierUnavailable:
+            return failure("not saved: it needs the user's review, and the review queue (the graph) is unavailable")
         except (InvalidArgument, MemoryOpError) as exc:
             return memory_refusal(self.store, call, exc)
-        return memory_result(outcome)
+        return held_result(outcome) if isinstance(outcome, ReviewItem) else memory_result(outcome)
+
+    def _model_edit(self, call: MemoryCall, origin: dict[str, Any]) -> MemoryOpOutcome | ReviewItem:
+        """A curated edit the model asked for (the ``memory`` tool, Anthropic's memory tool): applied with
+        its provenance, or held for review (see :mod:`mnemo.review`) when that is untrusted; raises
+        :class:`~mnemo.errors.TierUnavailable` when it must be held and there is no queue."""
+        written = "\n".join(op.content for op in call.operations if isinstance(op, (Add, Replace)))
+        provenance = self._write_provenance(written, origin["via"])
+        if provenance.untrusted and self.settings.quarantine:
+            return self._hold_curated(call, provenance)
+        try:
+            return self._edit_curated(call, {**origin, "provenance": provenance.as_dict()})
+        except BlockedContent as exc:
+            if provenance.origin is not Origin.USER:
+                raise
+            # The user's own words, flagged all the same: the user decides, not the scan.
+            return self._hold_curated(call, provenance, finding_labels(exc.findings))
+
+    def _hold_curated(
+        self, call: MemoryCall, provenance: Provenance, findings: Sequence[Mapping[str, Any]] = ()
+    ) -> ReviewItem:
+        payload = curated_payload(call.target, call.operations)
+        return self._review_queue().submit(WriteKind.CURATED, payload, provenance, findings)
 
     def _edit_curated(self, call: MemoryCall, origin: dict[str, Any]) -> MemoryOpOutcome:
         """Apply a curated edit (the ``memory`` tool and :meth:`curated_edit` both come here) and mirror
@@ -437,7 +523,16 @@ class AgentMemory(TypedMemoryAPI):
         results, final reply): the session archive then keeps all of it, not just the two texts.
         """
         self._require_session()
+        self.taint.user_said(user_message)
         archive = next((p for p in self.registry.providers if isinstance(p, ArchiveProvider)), None)
+        if archive is not None and self.taint.tainted:
+            # The model's words after it read untrusted content are archived marked as such (in the message's
+            # extra fields), so what recalls archived messages can leave them out like any tainted write.
+            turn = messages if messages is not None else (
+                {"role": "user", "content": user_message}, {"role": "assistant", "content": assistant_response}
+            )  # fmt: skip
+            said = self._write_provenance("", "reply").as_dict(excerpt=False)
+            messages = [{**m, "provenance": said} if m.get("role") == "assistant" else dict(m) for m in turn]
         if messages is not None and archive is not None:
             try:
                 archive.record_messages(None, messages)
@@ -461,14 +556,16 @@ class AgentMemory(TypedMemoryAPI):
 
     def delegation_complete(self, task: str, result: str, child_session_id: str = "") -> None:
         """A subagent finished ``task`` with ``result``: providers hear of it in the background (the
-        archive keeps the pair in this session, the graph remembers it). ``child_session_id`` is the
-        subagent's own session, if it has one."""
+        archive keeps the pair in this session, the graph holds it for the user's review: another agent
+        wrote it). The result taints this session (see :meth:`report_untrusted`). ``child_session_id`` is
+        the subagent's own session, if it has one."""
         for field_name, value in (("task", task), ("result", result), ("child_session_id", child_session_id)):
             if not isinstance(value, str):
                 raise InvalidArgument(field_name, f"must be a string, got {type(value).__name__}")
         if not task.strip():
             raise InvalidArgument("task", "must not be empty")
         self._require_session()
+        self.taint.exposed(child_session_id or "delegation", result, "delegation")
         self.registry.on_delegation(task, result, child_session_id)
 
     # -- lifecycle ----------------------------------------------------------------------------

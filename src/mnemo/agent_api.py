@@ -22,12 +22,16 @@ from .archive.records import SessionHits
 from .curated.ops import MemoryOp, MemoryOpOutcome
 from .errors import InvalidArgument, TierUnavailable
 from .graph.recalled import DEFAULT_RECALL_LIMIT
+from .graph.review import ReviewItem, ReviewQueue, ReviewState, WriteKind
 from .graph.types import Association, Memory, MemoryType
 from .providers import ArchiveProvider, GraphProvider
 from .recollection import Recalled, recall_everything
+from .review import approve, payload_operations
 from .tools.memory import MemoryCall
 
 if TYPE_CHECKING:
+    from .config import Settings
+    from .curated.store import MemoryStore
     from .graph.store import Link, MemoryGraph
     from .providers.registry import ProviderRegistry
 
@@ -53,6 +57,8 @@ class TypedMemoryAPI:
     """Mixed into :class:`~mnemo.AgentMemory`; see the module for the contract."""
 
     registry: ProviderRegistry
+    settings: Settings
+    store: MemoryStore
 
     # Provided by AgentMemory.
     def _require_session(self) -> None:
@@ -181,6 +187,38 @@ class TypedMemoryAPI:
             raise InvalidArgument("operations", f"must be Add, Replace or Remove, got {type(bad).__name__}")
         return self._edit_curated(MemoryCall(target, tuple(operations), batch=len(operations) > 1), {"via": "api"})
 
+    # -- review -------------------------------------------------------------------------------
+
+    def _review_queue(self) -> ReviewQueue:
+        return ReviewQueue(self._graph(), expire_days=self.settings.review_expire_days)
+
+    def review_list(
+        self, state: ReviewState | str | None = ReviewState.PENDING, *, query: str | None = None, limit: int = 100
+    ) -> list[ReviewItem]:
+        """Writes held for the user's review in this scope, newest first: those in ``state`` (``None``: all)
+        whose content contains ``query`` when given. Held writes are in no prompt, context or tool result."""
+        return self._review_queue().items(state, query=query, limit=limit)
+
+    def review_show(self, item_id: str) -> ReviewItem:
+        """One held write: its content, provenance (tool, session, turn, time, the untrusted excerpt), the
+        scan's findings and the digest an approval names; :class:`~mnemo.graph.review.ReviewNotFound` for
+        an id of another scope."""
+        return self._review_queue().get(item_id)
+
+    def review_approve(self, item_id: str, *, digest: str | None = None) -> ReviewItem:
+        """Apply held write ``item_id`` exactly as queued, as the user's (see :func:`mnemo.review.approve`),
+        and mirror a curated edit to the providers. ``digest`` binds the approval to the content shown."""
+        item = approve(self._review_queue(), item_id, store=self.store, digest=digest)
+        if item.kind is WriteKind.CURATED:
+            for op in payload_operations(item.payload):
+                self.registry.on_memory_write(op.action, item.payload["target"], getattr(op, "content", ""),
+                                              getattr(op, "old_text", None) or None)  # fmt: skip
+        return item
+
+    def review_reject(self, item_id: str) -> ReviewItem:
+        """Reject held write ``item_id``: kept as rejected, never applied."""
+        return self._review_queue().reject(item_id)
+
     # -- async twins --------------------------------------------------------------------------
 
     aremember = async_twin(remember)
@@ -190,3 +228,7 @@ class TypedMemoryAPI:
     arelate = async_twin(relate)
     asearch_sessions = async_twin(search_sessions)
     acurated_edit = async_twin(curated_edit)
+    areview_list = async_twin(review_list)
+    areview_show = async_twin(review_show)
+    areview_approve = async_twin(review_approve)
+    areview_reject = async_twin(review_reject)

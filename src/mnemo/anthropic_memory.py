@@ -41,9 +41,12 @@ from .curated.ops import Add, MemoryOp, Remove, Replace, usage_text
 from .curated.storage import FILENAMES
 from .curated.store import MemoryStore
 from .errors import InvalidArgument, MnemoError
+from .graph.review import ReviewItem
+from .review import HELD_MESSAGE
 from .safety import scan
 from .safety.scan import SCAN_CHAR_LIMIT
 from .scope import path_segment
+from .tools.memory import MemoryCall
 
 if TYPE_CHECKING:
     from .agent import AgentMemory
@@ -150,7 +153,11 @@ class AnthropicMemoryTool:
         return store.entries(target)
 
     def _edit(self, target: str, *operations: MemoryOp) -> str:
-        outcome = self.memory.curated_edit(target, *operations)
+        # The model's edit: stamped with its provenance, and held for review when that is untrusted.
+        call = MemoryCall(target, operations, batch=len(operations) > 1)
+        outcome = self.memory._model_edit(call, {"via": "anthropic_memory"})
+        if isinstance(outcome, ReviewItem):
+            return HELD_MESSAGE
         return f"{outcome.message} {_CURATED_PATHS[target]}: {outcome.entry_count} entries [{outcome.usage}]"
 
     def _view_curated(self, target: str, args: Mapping[str, Any]) -> str:

@@ -130,6 +130,14 @@ class Settings(BaseModel):
     # threat scan: the learned classifier flags text whose injection probability reaches this (1.0: off)
     scan_threshold: float = Field(DEFAULT_SCAN_THRESHOLD, gt=0, le=1)
 
+    # provenance (see mnemo.provenance, mnemo.taint): tools whose results do not taint the session (the
+    # host's own tools it vouches for), and how many days a write held for review waits before it expires
+    trusted_tools: tuple[str, ...] = ()
+    review_expire_days: float = Field(30.0, gt=0)
+    # hold untrusted writes for review (off: they are applied, still stamped with their origin, and only
+    # the threat scan stands between them and later prompts)
+    quarantine: bool = True
+
     # mnemo serve over HTTP: serve_token (MNEMO_SERVE_TOKEN) opens the user_id setting's memory;
     # [[serve.tokens]] tables (token, user_id) let one server serve several people, each in their scope
     serve_token: SecretStr | None = Field(None, min_length=MIN_SERVE_TOKEN_LENGTH)

@@ -6,15 +6,18 @@ framework: one :meth:`Conversation.send` per user message, which
 1. appends the message to the stored history,
 2. asks AgentMemory for this turn's API messages (provider context fenced into a copy of the user
    message, computed once per turn),
-3. calls the model with the frozen system prompt and the tools, runs every tool call it makes through
-   AgentMemory and feeds the JSON results back, until the model answers in text,
+3. calls the model with the frozen system prompt and the tools, runs every tool call it makes (memory's
+   through AgentMemory; the host's own :class:`HostTool` functions here, their results reported to
+   AgentMemory as untrusted content, see :mod:`mnemo.taint`) and feeds the results back, until the model
+   answers in text,
 4. scrubs any echoed memory-context fence from the answer, stores it, and reports the turn complete.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Generator
+import json
+from collections.abc import Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +25,7 @@ from .agent import AgentMemory
 from .errors import InvalidArgument, MnemoError
 from .llm import LLM, ChatResponse
 from .safety import scrub_memory_context
+from .tools._json import failure
 
 DEFAULT_INSTRUCTIONS = (
     "You are a helpful assistant with long-term memory. Save durable facts about the user and the "
@@ -43,6 +47,51 @@ class ToolEvent:
 
 
 @dataclass(frozen=True)
+class HostTool:
+    """One of the host's own tools: ``function`` is called with the model's arguments by name and returns
+    the text the model sees (anything else is sent as JSON); ``schema`` is its OpenAI function schema.
+
+    Its results enter the model's context, so they taint the session (the model's later memory writes
+    wait for the user's review) unless the tool is named in the ``trusted_tools`` setting.
+    """
+
+    function: Callable[..., Any]
+    schema: Mapping[str, Any]
+
+    @property
+    def name(self) -> str:
+        """The tool's name, from its schema."""
+        return str(self.schema["function"]["name"])
+
+    def run(self, arguments: str) -> str:
+        """Call the function with ``arguments`` (the model's JSON text); an error becomes the result."""
+        try:
+            parsed = json.loads(arguments or "{}")
+            if not isinstance(parsed, dict):
+                raise InvalidArgument("arguments", "must be a JSON object")
+            result = self.function(**parsed)
+        except Exception as exc:  # noqa: BLE001 - the model must get an answer, and may try again
+            return failure(f"tool {self.name} failed: {type(exc).__name__}: {exc}")
+        return result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
+
+
+def _host_tools(tools: Iterable[HostTool], memory_tools: Iterable[Mapping[str, Any]]) -> dict[str, HostTool]:
+    taken = {schema["function"]["name"] for schema in memory_tools}
+    found: dict[str, HostTool] = {}
+    for index, tool in enumerate(tools):
+        if not isinstance(tool, HostTool):
+            raise InvalidArgument(f"tools[{index}]", f"must be a HostTool, got {type(tool).__name__}")
+        try:
+            name = tool.name
+        except (KeyError, TypeError):
+            raise InvalidArgument(f"tools[{index}].schema", "must be an OpenAI function schema") from None
+        if name in taken or name in found:
+            raise InvalidArgument(f"tools[{index}]", f"a tool named {name!r} is already offered")
+        found[name] = tool
+    return found
+
+
+@dataclass(frozen=True)
 class Turn:
     """What one :meth:`Conversation.send` produced."""
 
@@ -55,7 +104,8 @@ class Turn:
 class Conversation:
     """One session's chat: stored history plus the model and memory that serve it.
 
-    ``on_tool`` is called with each :class:`ToolEvent` as it happens (for a live display).
+    ``tools`` are the host's own (see :class:`HostTool`), offered beside memory's. ``on_tool`` is called
+    with each :class:`ToolEvent` as it happens (for a live display).
     """
 
     def __init__(
@@ -66,6 +116,7 @@ class Conversation:
         instructions: str = DEFAULT_INSTRUCTIONS,
         max_tool_rounds: int = 8,
         on_tool: Callable[[ToolEvent], None] | None = None,
+        tools: Iterable[HostTool] = (),
     ) -> None:
         if max_tool_rounds < 1:
             raise InvalidArgument("max_tool_rounds", "must be at least 1")
@@ -74,7 +125,9 @@ class Conversation:
         self.max_tool_rounds = max_tool_rounds
         self.history: list[dict[str, Any]] = []
         self._on_tool = on_tool
-        self._tools = memory.tools()
+        memory_tools = memory.tools()
+        self._host_tools = _host_tools(tools, memory_tools)
+        self._tools = [*memory_tools, *(dict(tool.schema) for tool in self._host_tools.values())]
         memory_blocks = memory.system_prompt()
         self._system = {"role": "system", "content": f"{instructions}\n\n{memory_blocks}".strip()}
 
@@ -112,13 +165,21 @@ class Conversation:
                 return self._finish(user_message, response, events, first_call, turn_start)
             self._record(api, response.to_message())
             for call in response.tool_calls:
-                result = self.memory.handle_tool_call(call.name, call.arguments, tool_call_id=call.id)
+                result = self._run_tool(call.name, call.arguments, call.id)
                 event = ToolEvent(call.name, call.arguments, result)
                 events.append(event)
                 if self._on_tool is not None:
                     self._on_tool(event)
                 self._record(api, {"role": "tool", "tool_call_id": call.id, "content": result})
         raise ToolLoopExceeded(f"the model made tool calls for {self.max_tool_rounds} rounds without answering")
+
+    def _run_tool(self, name: str, arguments: str, call_id: str) -> str:
+        host_tool = self._host_tools.get(name)
+        if host_tool is None:
+            return self.memory.handle_tool_call(name, arguments, tool_call_id=call_id)
+        result = host_tool.run(arguments)
+        self.memory.report_untrusted(result, source=name)
+        return result
 
     def _record(self, api: list[dict[str, Any]], message: dict[str, Any]) -> None:
         self.history.append(message)

@@ -22,7 +22,7 @@ line dated and each message under the session it was said in (so ``session_searc
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import Future, wait
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ._time import iso
 from .errors import InvalidArgument
 from .graph.recalled import MAX_RECALL_LIMIT, RecalledMemory, recall_memories
+from .provenance import Origin, Trust
 from .retrieval import merge_ranked
 from .retrieval.passages import best_passage, query_stems
 
@@ -127,7 +128,11 @@ def recall_everything(
     hits = pending.result() if pending is not None else []
     stems = query_stems(query)
     # A reply that only called tools has no text of its own: what matched was its tool call.
-    messages = [_message(hit, stems) for hit in hits if hit.message.text.strip()]
+    messages = [
+        _message(hit, stems)
+        for hit in hits
+        if hit.message.text.strip() and not _said_after_untrusted(hit.message.extra)
+    ]
     merged = merge_ranked([[(m, m.score) for m in memories], [(m, m.score) for m in messages]])
     return _once_each(merged)[:limit]
 
@@ -148,6 +153,16 @@ def _in_thread(work: Callable[..., T], *args: Any, **kwargs: Any) -> Future[T]:
 
     threading.Thread(target=run, name="mnemo-recall-archive", daemon=True).start()
     return future
+
+
+def _said_after_untrusted(extra: Mapping[str, Any]) -> bool:
+    """Whether an archived message is marked as the model's words after untrusted content (see
+    :meth:`~mnemo.AgentMemory.turn_complete`): like a tainted write, it is never recalled."""
+    marked = extra.get("provenance")
+    return isinstance(marked, Mapping) and marked.get("origin") in _UNTRUSTED
+
+
+_UNTRUSTED = frozenset(origin.value for origin in Origin if origin.trust is Trust.UNTRUSTED)
 
 
 def _message(hit: Hit, stems: Collection[str]) -> RecalledMessage:

@@ -107,7 +107,8 @@ def test_history_lists_writes_and_restore_brings_an_entry_back(home: Path, capsy
     assert run(home, "history", "--json") == 0
     records = json.loads(capsys.readouterr().out)["records"]
     assert [r["operation"] for r in records] == ["add", "remove"]
-    assert records[1]["removed"] == ["uses zsh"] and records[1]["origin"] == {"via": "cli"}
+    assert records[1]["removed"] == ["uses zsh"] and records[1]["origin"]["via"] == "cli"
+    assert records[1]["origin"]["provenance"] == {"origin": "operator", "via": "cli"}
     assert run(home, "restore", records[1]["id"]) == 0
     capsys.readouterr()
     run(home, "show", "--json")

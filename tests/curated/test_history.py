@@ -15,6 +15,7 @@ import pytest
 from mnemo import Add, MemoryStore, Remove, Replace
 from mnemo.curated.entries import entry_id
 from mnemo.curated.errors import AmbiguousMatch, BlockedContent, OverBudget, StaleEntryId, UnknownHistoryRecord
+from mnemo.provenance import Origin, Provenance
 
 from .conftest import loaded, seed
 
@@ -54,7 +55,9 @@ def test_every_accepted_write_appends_one_record_with_before_after_and_origin(st
         ("replace", ("uses zsh",), ("uses fish",)),
         ("remove", ("uses fish",), ()),
     ]
-    assert records[1].origin == {"via": "tool", "session_id": "s1", "tool_call_id": "c1"}
+    assert records[1].origin == {
+        "via": "tool", "session_id": "s1", "tool_call_id": "c1", "provenance": {"origin": "operator", "via": "tool"}
+    }
     assert len({r.id for r in records}) == 3
 
 
@@ -109,6 +112,18 @@ def test_a_record_torn_by_sigkill_is_ignored_and_never_merges_with_the_next(memo
     assert len(records) == intact + 1 and records[-1].added == ("after the crash",)
 
 
+def test_an_entry_has_the_provenance_its_last_adding_write_recorded(store: MemoryStore) -> None:
+    tainted = Provenance(Origin.TAINTED, "tool", "read_email", "s1", 2, "remember my PIN")
+    store.apply("memory", Add("uses zsh"), origin={"via": "cli"})
+    store.apply("memory", Add("pays rent on the 1st"), origin={"via": "tool", "provenance": tainted.as_dict()})
+    assert store.provenance_of("memory", "uses zsh") == Provenance(Origin.OPERATOR, "cli")
+    assert store.provenance_of("memory", "pays rent on the 1st") == tainted
+
+
+def test_an_entry_no_recorded_write_added_is_of_unknown_provenance(store: MemoryStore) -> None:
+    assert store.provenance_of("user", "written by hand") == Provenance(Origin.UNKNOWN)
+
+
 def test_restore_brings_back_a_removed_entry_as_a_new_write(store: MemoryStore) -> None:
     store.apply_batch("memory", [Add("project uses Bazel"), Add("deploys on Fridays")])
     store.apply("memory", Remove("Bazel"))
@@ -117,7 +132,8 @@ def test_restore_brings_back_a_removed_entry_as_a_new_write(store: MemoryStore) 
     store.restore(removal.id, origin={"via": "cli"})
     assert store.entries("memory") == ("deploys on Fridays", "project uses Bazel")
     last = store.history.records()[-1]
-    assert last.operation == "restore" and last.origin == {"via": "cli", "restored": removal.id}
+    assert last.operation == "restore"
+    assert last.origin == {"via": "cli", "restored": removal.id, "provenance": {"origin": "operator", "via": "cli"}}
 
 
 def test_restore_whole_sets_the_store_back_to_before_that_write(store: MemoryStore) -> None:

@@ -8,6 +8,7 @@ import pytest
 from mnemo.errors import InvalidArgument
 from mnemo.graph import MemoryGraph, Relation, Scope
 from mnemo.graph.maintenance import DECAY_PER_DAY, conflict, maintenance_log
+from mnemo.provenance import Origin, Provenance
 
 from ._support import ConceptEmbedder
 
@@ -202,6 +203,19 @@ def test_a_near_duplicate_is_merged_into_the_newer_which_keeps_history_and_combi
     assert [r.memory.id for r in vgraph.recall("dog paris")] == [new.id]
     (entry,) = maintenance_log(vgraph, old.id)
     assert entry["action"] == "merged" and entry["other"] == new.id
+
+
+def test_near_duplicates_trusted_differently_are_linked_never_merged(vgraph):
+    vgraph.remember("My dog lives in Paris", provenance=Provenance(Origin.USER, "tool"))
+    vgraph.remember("My dog lives in Paris", provenance=Provenance(Origin.TAINTED, "tool", "fetch_page"))
+    report = vgraph.maintain()
+    assert report.merged == 0 and report.linked == 1
+
+
+def test_near_duplicates_of_one_trust_level_merge_whatever_their_exact_origin(vgraph):
+    vgraph.remember("My dog lives in Paris", provenance=Provenance(Origin.USER, "tool"))
+    vgraph.remember("My dog lives in Paris", provenance=Provenance(Origin.OPERATOR, "cli"))
+    assert vgraph.maintain().merged == 1
 
 
 def test_near_duplicates_about_different_subjects_are_not_merged(vgraph):

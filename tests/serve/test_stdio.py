@@ -14,32 +14,21 @@ from mcp.shared.exceptions import MCPError
 from mnemo import AgentMemory
 from mnemo.loop import DEFAULT_INSTRUCTIONS
 from mnemo.serve.server import MAX_ARGUMENT_BYTES
+from mnemo.tools.review import REVIEW_TOOL_SCHEMAS
 from support.mcp_clients import (
     INITIALIZE,
     notification_methods,
     result_json,
     serve_command,
     stdio_session,
-    write_config,
 )
 
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
-def home(tmp_path):
-    write_config(tmp_path / "home")
-    return tmp_path / "home"
-
-
-async def test_lists_exactly_the_tools_agent_memory_offers(home):
+async def test_lists_exactly_the_tools_agent_memory_offers_and_the_review_tools(home):
     with AgentMemory.open("reference", home, user_id="alice") as memory:
-        expected = {s["function"]["name"]: s["function"] for s in memory.tools()}
+        expected = {s["function"]["name"]: s["function"] for s in (*memory.tools(), *REVIEW_TOOL_SCHEMAS)}
     async with stdio_session(home, "--user", "alice") as session:
         tools = (await session.list_tools()).tools
     assert [t.name for t in tools] == list(expected)

@@ -45,6 +45,7 @@ _COMMANDS = (
     "memory",
     "sessions",
     "graph",
+    "review",
     "prompt",
     "providers",
     "chat",

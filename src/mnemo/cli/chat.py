@@ -6,10 +6,12 @@ import argparse
 import json
 import sys
 import uuid
+from pathlib import Path
 from typing import Any
 
 from ..agent import AgentMemory
-from ..loop import Conversation, ToolEvent
+from ..loop import Conversation, HostTool, ToolEvent
+from ._output import CliError
 from ._settings import settings_for
 
 
@@ -25,7 +27,42 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
     parser.add_argument("--base-url", help="chat-completions endpoint, e.g. http://127.0.0.1:8080/v1")
     parser.add_argument("--model", help="model name")
     parser.add_argument("--session", help="session key (default: a new random one)")
+    parser.add_argument(
+        "--read-dir", type=Path, help="let the model read text files under this directory (a read_file tool; what it"
+        " reads is untrusted: memory writes after it wait for your review)",
+    )  # fmt: skip
     parser.set_defaults(handler=_chat, interactive=True)
+
+
+_READ_FILE_SCHEMA = {
+    "type": "function",
+    "function": {
+        "name": "read_file",
+        "description": "Read a UTF-8 text file, by its path relative to the directory the user shared.",
+        "parameters": {
+            "type": "object",
+            "properties": {"path": {"type": "string", "description": "the file's relative path"}},
+            "required": ["path"],
+            "additionalProperties": False,
+        },
+    },
+}
+_READ_LIMIT = 100_000
+
+
+def _file_reader(directory: Path) -> HostTool:
+    """The read_file tool over ``directory``: a path that leads outside it is refused."""
+    root = directory.resolve()
+    if not root.is_dir():
+        raise CliError(f"--read-dir {directory} is not a directory")
+
+    def read_file(path: str) -> str:
+        target = (root / path).resolve()
+        if not target.is_relative_to(root):
+            raise PermissionError(f"{path!r} is outside the shared directory")
+        return target.read_text(encoding="utf-8")[:_READ_LIMIT]
+
+    return HostTool(read_file, _READ_FILE_SCHEMA)
 
 
 def _chat(args: argparse.Namespace) -> int:
@@ -38,8 +75,11 @@ def _chat(args: argparse.Namespace) -> int:
     session = args.session or f"chat-{uuid.uuid4().hex[:12]}"
     with AgentMemory.open(session, settings=settings) as memory:
         # With --json each turn is one JSON object on its own line (JSON Lines), tools included.
-        conversation = Conversation(memory, llm, on_tool=None if args.json else _show_tool)
+        tools = [_file_reader(args.read_dir)] if args.read_dir is not None else []
+        conversation = Conversation(memory, llm, on_tool=None if args.json else _show_tool, tools=tools)
         print(f"mnemo chat: session {session}, model {settings.llm_model} (Ctrl-D to end)", file=sys.stderr)
+        if memory.awaiting_review:
+            print(f"{memory.awaiting_review} memory write(s) await your review: mnemo review list", file=sys.stderr)
         while True:
             try:
                 line = input("" if args.json else "you> ")

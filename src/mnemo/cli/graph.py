@@ -16,6 +16,7 @@ from ..errors import InvalidArgument
 from ..graph.backfill import archived_sessions, backfill, pending_messages
 from ..graph.bulletin import synthesize_with
 from ..graph.maintenance import maintenance_log
+from ..graph.review import ReviewQueue
 from ..graph.store import MemoryGraph
 from ..graph.transfer import export_data, export_json, export_markdown, import_json
 from ..graph.types import MemoryType, Relation
@@ -245,7 +246,8 @@ def _extract(args: argparse.Namespace) -> int:
                 sessions = list(archived_sessions(archive))
             options = {"extractor": extractor} if extractor is not None else {}
             with progress(pending_messages(graph, archive, sessions), "extracting memories") as advance:
-                report = backfill(graph, archive, sessions, advance=advance, **options)
+                review = ReviewQueue(graph, expire_days=settings.review_expire_days) if settings.quarantine else None
+                report = backfill(graph, archive, sessions, advance=advance, review=review, **options)
     finally:
         if llm is not None:
             llm.close()

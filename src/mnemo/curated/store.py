@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._db import DatabaseError
 from ..errors import InvalidArgument, check_text, excerpt
+from ..provenance import Origin, Provenance
 from ..safety.scan import check_threshold, scan
 from .entries import (
     ENTRY_DELIMITER,
@@ -216,6 +217,18 @@ class MemoryStore:
             )  # fmt: skip
         return self._edit(target, ops, batch=True, origin={**(origin or {}), "restored": record.id}, label="restore")
 
+    def provenance_of(self, target: str, entry: str) -> Provenance:
+        """Who wrote ``entry`` of ``target``: the provenance the history recorded for the newest write that
+        added it; ``unknown`` for an entry no recorded write added (a hand edit, another program's write,
+        or a write from before mnemo recorded provenance)."""
+        target = check_target(target)
+        wanted = entry.strip()
+        for record in reversed(self.history.records(target)):
+            if wanted in record.added:
+                recorded = record.origin.get("provenance")
+                return Provenance.from_dict(recorded) if isinstance(recorded, Mapping) else Provenance()
+        return Provenance()
+
     def recent_removals(self, target: str, limit: int = 10) -> list[HistoryRecord]:
         """The newest history records of ``target`` that took entries away, newest first."""
         target = check_target(target)
@@ -269,6 +282,7 @@ class MemoryStore:
                 raise InvalidArgument(field, f"must be Add, Replace or Remove, got {type(op).__name__}")
         file = self._files[target]
         limit = self._limits[target]
+        origin = _stamped(origin)
         try:
             return self._edit_locked(target, ops, batch=batch, origin=origin, label=label)
         except (OSError, DatabaseError) as exc:
@@ -322,6 +336,15 @@ class MemoryStore:
             self._counted_failures = 0
         message = messages[0] if not batch else f"Applied {len(ops)} operations: " + " ".join(messages)
         return MemoryOpOutcome(target, message, len(result), needed, limit, tuple(result))
+
+
+def _stamped(origin: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``origin`` with its provenance: an edit made straight on the store is the operator's (the CLI, the
+    API, a restore) unless the caller recorded another."""
+    stamped = dict(origin or {})
+    if "provenance" not in stamped:
+        stamped["provenance"] = Provenance(Origin.OPERATOR, str(stamped.get("via", "api"))).as_dict()
+    return stamped
 
 
 def _clean_content(content: object, state: dict[str, Any], scan_threshold: float | None) -> str:

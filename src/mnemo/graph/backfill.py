@@ -10,13 +10,14 @@ recorded (``skipped`` in the report).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..archive.locate import ArchivedRef
 from ..errors import InvalidArgument
 from .extract_rules import extract as extract_by_rules
 from .extraction import ExtractionReport, Extractor, extract_messages, extracted_from
+from .review import ReviewQueue
 from .store import MemoryGraph
 
 if TYPE_CHECKING:
@@ -49,9 +50,11 @@ def pending_messages(graph: MemoryGraph, archive: Archive, session_ids: Iterable
 
 def _as_message(stored: StoredMessage) -> dict[str, Any]:
     message: dict[str, Any] = {"role": stored.role, "content": stored.text, "created_at": stored.created_at}
-    name = stored.extra.get("name")
+    name = stored.extra.get("name") or (stored.tool_name if stored.role == "tool" else None)
     if isinstance(name, str) and name:
         message["name"] = name
+    if isinstance(stored.extra.get("provenance"), Mapping):  # marked when archived: said after untrusted content
+        message["provenance"] = stored.extra["provenance"]
     return message
 
 
@@ -63,11 +66,15 @@ def backfill(
     extractor: Extractor = extract_by_rules,
     batch: int = BATCH,
     advance: Callable[[int], None] | None = None,
+    review: ReviewQueue | None = None,
+    trusted_tools: Collection[str] = (),
 ) -> ExtractionReport:
     """Extract every archived message of ``session_ids`` not extracted before into ``graph``.
 
     ``graph`` and ``archive`` must share a database and scope (extraction links memories to archive rows
-    by id). ``advance(n)`` is called after each batch with the messages it covered.
+    by id). ``advance(n)`` is called after each batch with the messages it covered. Candidates of untrusted
+    provenance wait in ``review``; ``trusted_tools``' output taints nothing (see
+    :func:`~mnemo.graph.extraction.extract_messages`).
     """
     if graph.scope != archive.scope:
         raise InvalidArgument("archive", f"must have the graph's scope ({graph.scope}), not {archive.scope}")
@@ -82,7 +89,10 @@ def backfill(
             if not fresh:
                 continue
             refs = [ArchivedRef(m.id, session_id, m.created_at) for m in fresh]
-            report.add(extract_messages(graph, session_id, [_as_message(m) for m in fresh], extractor=extractor, refs=refs))
+            messages = [_as_message(m) for m in fresh]
+            report.add(extract_messages(
+                graph, session_id, messages, extractor=extractor, refs=refs, review=review, trusted_tools=trusted_tools
+            ))  # fmt: skip
             if advance is not None:
                 advance(len(fresh))
     return report

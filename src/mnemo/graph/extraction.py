@@ -9,7 +9,12 @@ An extractor (:mod:`.extract_rules` by default, :mod:`.extract_llm` when a model
 - **scanned**: a candidate the threat scan (or the graph's content rules) refuses is counted and dropped;
 - **de-duplicated**: a candidate whose text a live memory of the scope already holds is dropped;
 - **linked**: ``graph_memory_messages`` ties each new memory to its session and archive message id, so
-  :func:`source_messages` can show where a recalled memory was said; its date is the message's.
+  :func:`source_messages` can show where a recalled memory was said; its date is the message's;
+- **stamped**: a memory's provenance is the join of its source messages' (:func:`message_provenance`: the
+  user's words are the user's; a tool's output, and what the model said after it in these messages, are
+  untrusted). An untrusted candidate is not written but held for review when a ``review`` queue is given
+  (without one it is written, stamped untrusted); the scan's refusal of a user's own words holds it too
+  (without a queue it is dropped).
 """
 
 from __future__ import annotations
@@ -17,15 +22,19 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..archive.locate import ArchivedRef, locate_messages
 from ..errors import InvalidArgument
+from ..provenance import Origin, Provenance, Trust, derived, parse_origin
+from ..safety.scan import finding_labels
+from ..taint import tool_call_names
 from .errors import BlockedContent
 from .extract_rules import Candidate
 from .extract_rules import extract as extract_by_rules
+from .review import ReviewItem, ReviewQueue, WriteKind
 from .schema import scope_params
 from .store import MemoryGraph
 from .types import Memory
@@ -59,6 +68,7 @@ class ExtractionReport:
     memories: list[Memory] = field(default_factory=list)
     refused: int = 0
     duplicates: int = 0
+    held: list[ReviewItem] = field(default_factory=list)
 
     def add(self, other: ExtractionReport) -> None:
         """Fold ``other`` into this report."""
@@ -67,6 +77,7 @@ class ExtractionReport:
         self.memories.extend(other.memories)
         self.refused += other.refused
         self.duplicates += other.duplicates
+        self.held.extend(other.held)
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready summary."""
@@ -76,6 +87,7 @@ class ExtractionReport:
             "memories": len(self.memories),
             "refused": self.refused,
             "duplicates": self.duplicates,
+            "held": len(self.held),
         }
 
 
@@ -110,6 +122,8 @@ def extract_messages(
     *,
     extractor: Extractor = extract_by_rules,
     refs: Sequence[ArchivedRef | None] | None = None,
+    review: ReviewQueue | None = None,
+    trusted_tools: Collection[str] = (),
 ) -> ExtractionReport:
     """Extract memories from ``messages`` of ``session_id`` into ``graph`` (see the module docstring).
 
@@ -130,15 +144,23 @@ def extract_messages(
         return report
     batch = [messages[i] for i in fresh]
     candidates = extractor(batch)
-    items, sources, seen = [], [], set()
+    items, sources, seen, held = [], [], set(), []
     known = _live_texts(graph)
+    said_by = message_provenance(session_id, messages, trusted_tools)
     for candidate in candidates:
+        origin = [fresh[i] for i in candidate.messages if 0 <= i < len(fresh)] or [fresh[0]]
+        provenance = derived((said_by[i] for i in origin), "extraction")
         try:
-            text = graph.check_content(candidate.content)
+            text = graph._unscanned(candidate.content, "content")
+            if not (provenance.untrusted and review is not None):  # a held one is scanned when queued
+                graph.check_content(text)
+            findings: tuple[dict[str, object], ...] = ()
         except BlockedContent as exc:
-            log.warning("graph: an extracted memory was refused by the threat scan: %s", exc)
-            report.refused += 1
-            continue
+            if provenance.origin is not Origin.USER:
+                log.warning("graph: an extracted memory was refused by the threat scan: %s", exc)
+                report.refused += 1
+                continue
+            findings = tuple(finding_labels(exc.findings))
         except InvalidArgument:
             report.refused += 1
             continue
@@ -147,9 +169,17 @@ def extract_messages(
             report.duplicates += 1
             continue
         seen.add(norm)
-        origin = [fresh[i] for i in candidate.messages if 0 <= i < len(fresh)] or [fresh[0]]
         item = graph._check_item(text, candidate.type, candidate.importance, session_id, candidate.subject, (), "")
+        if (provenance.untrusted and review is not None) or findings:
+            if review is None:
+                report.refused += 1
+            else:
+                payload = {"content": text, "memory_type": item.type.value, "importance": candidate.importance,
+                           "subject": item.subject, "source": session_id}  # fmt: skip
+                held.append((payload, provenance, findings))
+            continue
         said = _said_at(messages[origin[0]], refs[origin[0]])
+        item = item._replace(provenance=provenance)
         items.append(item._replace(created_at=said) if said is not None else item)
         sources.append(origin)
     try:
@@ -157,6 +187,8 @@ def extract_messages(
             if _recorded(graph, [keys[i] for i in fresh], conn):
                 raise _AlreadyExtracted
             stored = graph._store_items(conn, items, "") if items else []
+            if review is not None:
+                report.held = [review.submit(WriteKind.GRAPH, *entry, conn=conn) for entry in held]
             for memory, origin in zip(stored, sources, strict=True):
                 conn.executemany(
                     "INSERT INTO graph_memory_messages (memory_id, session_id, message_id) VALUES (?, ?, ?)"
@@ -177,6 +209,43 @@ def extract_messages(
         return report
     report.memories = stored
     return report
+
+
+def message_provenance(
+    session_id: str, messages: Sequence[Mapping[str, Any]], trusted_tools: Collection[str] = ()
+) -> list[Provenance]:
+    """Each message's provenance by its role: the user's words are the user's, a system message the
+    operator's, a tool's output untrusted (named by its tool) unless the tool is one of ``trusted_tools``;
+    the model's words are its own until an untrusted output appears among ``messages``, and untrusted from
+    there on. A message marked with an untrusted ``provenance`` when archived is untrusted, and so is what
+    follows it."""
+    called = tool_call_names(messages)
+    found: list[Provenance] = []
+    exposure: Provenance | None = None
+    for message in messages:
+        role = message.get("role")
+        marked = message.get("provenance")
+        if isinstance(marked, Mapping) and parse_origin(marked.get("origin", ""), "provenance").trust is Trust.UNTRUSTED:
+            exposure = exposure or Provenance(Origin.TAINTED, "extraction", str(marked.get("source", "")), session_id)
+            found.append(exposure)
+        elif role == "user":
+            found.append(Provenance(Origin.USER, "extraction", session_id=session_id))
+        elif role == "system":
+            found.append(Provenance(Origin.OPERATOR, "extraction", session_id=session_id))
+        elif role == "tool" and (message.get("name") or called.get(str(message.get("tool_call_id")))) in trusted_tools:
+            found.append(Provenance(Origin.MODEL, "extraction", session_id=session_id))
+        elif role == "tool":
+            text = message.get("content")
+            source = str(message.get("name") or called.get(str(message.get("tool_call_id"))) or "tool")
+            exposure = Provenance(
+                Origin.TAINTED, "extraction", source, session_id, excerpt=text[:200] if isinstance(text, str) else ""
+            )
+            found.append(exposure)
+        elif exposure is not None:
+            found.append(exposure)  # the model, speaking after it read a tool's output
+        else:
+            found.append(Provenance(Origin.MODEL, "extraction", session_id=session_id))
+    return found
 
 
 def _where(session_id: str, ref: ArchivedRef | None) -> tuple[str, int | None]:

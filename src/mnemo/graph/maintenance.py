@@ -17,7 +17,8 @@
 * **Consolidation.** A neighbour at cosine >= ``merge_threshold`` with the same subject is a near-duplicate:
   the newer memory supersedes the older through an ``updates`` edge and takes over its access count,
   importance and pin; both stay in history. Unless the two differ in a number, a date, a negation or a
-  named value (:func:`conflict`): then they disagree, and get a ``contradicts`` edge instead.
+  named value (:func:`conflict`): then they disagree, and get a ``contradicts`` edge instead. Memories whose
+  origins are trusted differently (see :mod:`mnemo.provenance`) are never merged, only linked.
 
 A pass runs under a lease (one row per scope, taken in a write transaction, with an expiry): one process
 runs, the others skip, and a killed pass's lease runs out. Work is committed in batches together with the
@@ -37,6 +38,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidArgument
+from ..provenance import parse_origin
 from .schema import scope_params
 from .types import MemoryType, Relation
 
@@ -430,7 +432,10 @@ def _decay_phase(conn: Any, run: _Pass, limit: int | None) -> tuple[int, bool]:
     return examined, limit is None or examined < limit
 
 
-_NEIGHBOUR_FIELDS = "m.seq, m.id, m.content, m.subject, m.forgotten, m.importance, m.base_importance, m.pinned, m.access_count, m.last_accessed_at"
+_NEIGHBOUR_FIELDS = (
+    "m.seq, m.id, m.content, m.subject, m.forgotten, m.importance, m.base_importance, m.pinned, m.access_count,"
+    " m.last_accessed_at, m.origin"
+)
 
 
 def _link_phase(conn: Any, run: _Pass, limit: int | None) -> tuple[int, bool]:
@@ -485,7 +490,7 @@ def _connect(
             if cosine < rules.link_threshold or _connected(conn, memory["id"], other["id"]):
                 continue
             weight = round(min(float(cosine), 1.0), 4)
-            if cosine >= rules.merge_threshold and memory["subject"] == other["subject"]:
+            if cosine >= rules.merge_threshold and memory["subject"] == other["subject"] and _same_trust(memory, other):
                 reason = conflict(memory["content"], other["content"])
                 if reason is not None:
                     graph._link(conn, memory["id"], other["id"], Relation.CONTRADICTS, weight)
@@ -502,6 +507,11 @@ def _connect(
                 (LINK_ORIGIN, memory["id"], other["id"], Relation.RELATED_TO.value),
             )
             counts["linked"] += 1
+
+
+def _same_trust(one: Any, other: Any) -> bool:
+    """Whether two memories' origins are trusted alike: a merge never lets one stand in for the other."""
+    return parse_origin(one["origin"]).trust is parse_origin(other["origin"]).trust
 
 
 def _merge(conn: Any, graph: MemoryGraph, newer: Any, older: Any, now: float, weight: float) -> None:

@@ -13,6 +13,7 @@ import functools
 import sqlite3
 
 from .. import _db
+from ..provenance import Provenance
 from .types import Memory, MemoryType, Scope
 
 COMPONENT = "graph"
@@ -181,7 +182,34 @@ CREATE UNIQUE INDEX graph_memory_messages_key ON graph_memory_messages (memory_i
 CREATE INDEX graph_memory_messages_message ON graph_memory_messages (message_id);
 """
 
-MIGRATIONS: tuple[_db.Migration, ...] = (_V1, _V2, _V3, _EXTRACTION)
+# Provenance (see :mod:`mnemo.provenance`): each memory's ``origin`` and the JSON ``origin_detail`` of how it was
+# written; memories from before are ``'unknown'``. ``graph_review`` is the review queue (see
+# :mod:`mnemo.review`): writes kept out of every prompt until the user approves them, each with its payload,
+# the digest an approval binds, where it came from, what the scan found and when it expires.
+PROVENANCE = """
+ALTER TABLE graph_memories ADD COLUMN origin TEXT NOT NULL DEFAULT 'unknown';
+ALTER TABLE graph_memories ADD COLUMN origin_detail TEXT NOT NULL DEFAULT '';
+CREATE TABLE graph_review (
+    id TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    channel_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    origin TEXT NOT NULL,
+    origin_detail TEXT NOT NULL DEFAULT '',
+    findings TEXT NOT NULL DEFAULT '',
+    created_at REAL NOT NULL,
+    expires_at REAL,
+    state TEXT NOT NULL DEFAULT 'pending',
+    decided_at REAL,
+    outcome TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX graph_review_scope ON graph_review (user_id, agent_id, channel_id, state, created_at);
+"""
+
+MIGRATIONS: tuple[_db.Migration, ...] = (_V1, _V2, _V3, _EXTRACTION, PROVENANCE)
 
 
 def ensure_schema(conn: sqlite3.Connection) -> int:
@@ -192,7 +220,7 @@ def ensure_schema(conn: sqlite3.Connection) -> int:
 _COLUMNS = (
     "m.id, m.content, m.type, m.importance, m.created_at, m.updated_at, m.last_accessed_at,"
     " m.access_count, m.source, m.subject, m.user_id, m.agent_id, m.channel_id, m.forgotten, m.pinned,"
-    " m.base_importance, m.decayed_at"
+    " m.base_importance, m.decayed_at, m.origin, m.origin_detail"
 )
 # Newest superseding version first, so a branch in the chain resolves to the latest write.
 _SUPERSEDED_BY = (
@@ -221,8 +249,9 @@ def row_to_memory(row: sqlite3.Row) -> Memory:
     # row by name is a Python call per column.
     (
         memory_id, content, kind, importance, created_at, updated_at, last_accessed_at, access_count, source,
-        subject, user_id, agent_id, channel_id, forgotten, pinned, base_importance, decayed_at, superseded_by,
-    ) = tuple(row)[:18]  # fmt: skip
+        subject, user_id, agent_id, channel_id, forgotten, pinned, base_importance, decayed_at, origin, detail,
+        superseded_by,
+    ) = tuple(row)[:20]  # fmt: skip
     return Memory(
         id=memory_id,
         content=content,
@@ -240,4 +269,10 @@ def row_to_memory(row: sqlite3.Row) -> Memory:
         pinned=bool(pinned),
         base_importance=base_importance,
         decayed_at=decayed_at,
+        provenance=_provenance(origin, detail),
     )
+
+
+@functools.lru_cache(maxsize=1024)
+def _provenance(origin: str, detail: str) -> Provenance:
+    return Provenance.stored(origin, detail)

@@ -35,6 +35,7 @@ import numpy as np
 from .._time import to_timestamp
 from ..embeddings.queries import PrefetchedEmbedder, background, query_vectors_of
 from ..errors import InvalidArgument, check_text, excerpt
+from ..provenance import OPERATOR, Provenance, join, parse_origin
 from ..retrieval.names import name_key
 from ..safety.scan import check_threshold, scan_many
 from . import recall as _recall
@@ -68,9 +69,11 @@ PREFETCH_HITS = 200
 MAX_SUBJECT_CHARS = 200
 _INSERT_MEMORY = (
     "INSERT INTO graph_memories (id, content, type, importance, created_at, updated_at, source, subject,"
-    " user_id, agent_id, channel_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " user_id, agent_id, channel_id, origin, origin_detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
-_ITEM_FIELDS = frozenset({"content", "memory_type", "importance", "source", "subject", "relations", "created_at"})
+_ITEM_FIELDS = frozenset(
+    {"content", "memory_type", "importance", "source", "subject", "relations", "created_at", "provenance"}
+)
 
 
 Link = tuple[str, "Relation | str"] | tuple[str, "Relation | str", float]
@@ -87,6 +90,7 @@ class _Item(NamedTuple):
     subject: str
     links: list[tuple[str, Relation, float]]
     created_at: float | None = None
+    provenance: Provenance = OPERATOR
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +104,12 @@ class RestoreCounts:
 
 def _new_id() -> str:
     return uuid.uuid4().hex[:16]
+
+
+def _check_provenance(value: Any, field: str) -> Provenance:
+    if not isinstance(value, Provenance):
+        raise InvalidArgument(field, f"must be a Provenance, got {type(value).__name__}")
+    return value
 
 
 def parse_time(value: Any, field: str) -> float | None:
@@ -400,12 +410,14 @@ class MemoryGraph:
         importance: float,
         source: str,
         subject: str = "",
+        provenance: Provenance = OPERATOR,
     ) -> str:
         memory_id, now = _new_id(), self._clock()
         conn.execute(
             _INSERT_MEMORY,
-            (memory_id, content, memory_type.value, importance, now, now, source, subject, *scope_params(self.scope)),
-        )
+            (memory_id, content, memory_type.value, importance, now, now, source, subject, *scope_params(self.scope),
+             provenance.origin.value, provenance.detail_json()),
+        )  # fmt: skip
         return memory_id
 
     def _link(self, conn: Any, source_id: str, target_id: str, relation: Relation, weight: float) -> None:
@@ -444,13 +456,16 @@ class MemoryGraph:
         subject: str = "",
         relations: Iterable[Link] = (),
         pin: bool = False,
+        provenance: Provenance = OPERATOR,
     ) -> Memory:
         """Store a new memory (importance defaults to its type's) with optional edges to existing ones.
 
         ``subject`` names who the memory is about (see :class:`Memory`). An ``updates`` relation marks its
         target superseded, exactly as :meth:`replace` does. ``pin`` pins it (see :meth:`pin`).
+        ``provenance`` is who wrote it (see :mod:`mnemo.provenance`): the operator unless a door says otherwise.
         """
         item = self._check_item(self.check_content(content), memory_type, importance, source, subject, relations, "")
+        item = item._replace(provenance=_check_provenance(provenance, "provenance"))
         if not isinstance(pin, bool):
             raise InvalidArgument("pin", "must be true or false")
         with self._write() as conn:
@@ -464,7 +479,7 @@ class MemoryGraph:
 
         Each item holds :meth:`remember`'s arguments by name (``content``, and optionally
         ``memory_type``, ``importance``, ``source``, ``subject``, ``relations`` to memories that already
-        exist, ``created_at``: when it was said, for memories recorded after the fact).
+        exist, ``created_at``: when it was said, for memories recorded after the fact, ``provenance``).
         Everything is validated before anything is written; a refusal names the item, as in
         ``items[3].content``. One commit for the batch makes bulk ingest several times faster than a
         :meth:`remember` per memory; embedding stays deferred and batched, as for every write.
@@ -494,6 +509,9 @@ class MemoryGraph:
             )  # fmt: skip
             if item.get("created_at") is not None:
                 item_checked = item_checked._replace(created_at=to_timestamp(item["created_at"], f"{prefix}created_at"))
+            if item.get("provenance") is not None:
+                given = _check_provenance(item["provenance"], f"{prefix}provenance")
+                item_checked = item_checked._replace(provenance=given)
             checked.append(item_checked)
         with self._write() as conn:
             return self._store_items(conn, checked, "items")
@@ -523,7 +541,7 @@ class MemoryGraph:
             _INSERT_MEMORY,
             [
                 (memory_id, i.content, i.type.value, i.importance, i.created_at or now, i.created_at or now, i.source,
-                 i.subject, *scope_params(self.scope))
+                 i.subject, *scope_params(self.scope), i.provenance.origin.value, i.provenance.detail_json())
                 for memory_id, i in zip(ids, items, strict=True)
             ],
         )
@@ -533,14 +551,16 @@ class MemoryGraph:
         return [
             Memory(
                 memory_id, i.content, i.type, i.importance, i.created_at or now, i.created_at or now,
-                source=i.source, subject=i.subject, scope=self.scope,
+                source=i.source, subject=i.subject, scope=self.scope, provenance=i.provenance,
             )  # fmt: skip
             for memory_id, i in zip(ids, items, strict=True)
         ]
 
-    def remember_once(self, key: str, items: Sequence[tuple[str, MemoryType, str]]) -> int | None:
-        """Store ``(content, type, source)`` items in one transaction unless ``key`` was recorded before
-        in this scope; record it. Returns how many were stored, or ``None`` when already done.
+    def remember_once(
+        self, key: str, items: Sequence[tuple[str, MemoryType, str]], *, provenance: Provenance = OPERATOR
+    ) -> int | None:
+        """Store ``(content, type, source)`` items (all of ``provenance``) in one transaction unless ``key``
+        was recorded before in this scope; record it. Returns how many were stored, or ``None`` when done before.
 
         Check and insert share one write lock, so concurrent first runs import exactly once.
         """
@@ -554,7 +574,7 @@ class MemoryGraph:
             if conn.execute("SELECT 1 FROM graph_meta WHERE key = ?", (marker,)).fetchone():
                 return None
             for content, kind, source in checked:
-                self._insert(conn, content, kind, kind.default_importance, source)
+                self._insert(conn, content, kind, kind.default_importance, source, provenance=provenance)
             conn.execute("INSERT INTO graph_meta (key, value) VALUES (?, ?)", (marker, repr(self._clock())))
         return len(checked)
 
@@ -567,9 +587,12 @@ class MemoryGraph:
         importance: float | None = None,
         source: str | None = None,
         subject: str | None = None,
+        provenance: Provenance = OPERATOR,
     ) -> Memory:
         """Supersede ``old_id`` with a new memory linked to it by an ``updates`` edge; the old one stays
-        as history. Type, importance, source and subject default to the old memory's."""
+        as history. Type, importance, source and subject default to the old memory's; the new version's
+        ``provenance`` is its writer's, the old one keeps its own."""
+        provenance = _check_provenance(provenance, "provenance")
         old_id = self._check_id(old_id, "id")
         text = self.check_content(content)
         kind = None if memory_type is None else parse_memory_type(memory_type)
@@ -590,7 +613,7 @@ class MemoryGraph:
                 new_importance = old.original_importance if new_kind is old.type else new_kind.default_importance
             memory_id = self._insert(
                 conn, text, new_kind, new_importance,
-                old.source if source is None else source, old.subject if subject is None else subject,
+                old.source if source is None else source, old.subject if subject is None else subject, provenance,
             )  # fmt: skip
             self._link(conn, memory_id, old.id, Relation.UPDATES, 1.0)
         return self.get(memory_id)
@@ -711,35 +734,42 @@ class MemoryGraph:
         with self._write({m.scope for m in memories}) as conn:
             for index, memory in enumerate(memories):
                 row = conn.execute(
-                    "SELECT content, user_id, agent_id, channel_id FROM graph_memories WHERE id = ?", (memory.id,)
-                ).fetchone()
+                    "SELECT content, user_id, agent_id, channel_id, origin, origin_detail FROM graph_memories"
+                    " WHERE id = ?", (memory.id,),
+                ).fetchone()  # fmt: skip
+                if row is not None and parse_origin(row[4]) is join([parse_origin(row[4]), memory.provenance.origin]):
+                    # An import never raises an origin: only the user's approval does.
+                    memory = dataclasses.replace(memory, provenance=Provenance.stored(row[4], row[5]))
                 values = (
                     memory.content, memory.type.value, memory.importance, memory.created_at, memory.updated_at,
                     memory.last_accessed_at, memory.access_count, memory.source, memory.subject,
                     *scope_params(memory.scope), int(memory.forgotten), int(memory.pinned), memory.base_importance,
-                    memory.decayed_at, memory.id,
+                    memory.decayed_at, memory.provenance.origin.value, memory.provenance.detail_json(), memory.id,
                 )  # fmt: skip
                 if row is None:
                     conn.execute(
                         "INSERT INTO graph_memories (content, type, importance, created_at, updated_at, last_accessed_at,"
                         " access_count, source, subject, user_id, agent_id, channel_id, forgotten, pinned,"
-                        " base_importance, decayed_at, id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        " base_importance, decayed_at, origin, origin_detail, id)"
+                        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         values,
                     )
                     added += 1
                     continue
-                if row[0] != memory.content or tuple(row[1:]) != scope_params(memory.scope):
+                if row[0] != memory.content or tuple(row[1:4]) != scope_params(memory.scope):
                     raise ImportConflict(
                         f"memories[{index}]: id {memory.id!r} already holds a different memory; nothing was imported"
                     )
                 changed = conn.execute(
                     "UPDATE graph_memories SET content = ?, type = ?, importance = ?, created_at = ?, updated_at = ?,"
                     " last_accessed_at = ?, access_count = ?, source = ?, subject = ?, user_id = ?, agent_id = ?,"
-                    " channel_id = ?, forgotten = ?, pinned = ?, base_importance = ?, decayed_at = ? WHERE id = ?"
+                    " channel_id = ?, forgotten = ?, pinned = ?, base_importance = ?, decayed_at = ?, origin = ?,"
+                    " origin_detail = ? WHERE id = ?"
                     f" AND NOT (type {same} ? AND importance {same} ? AND created_at {same} ? AND updated_at {same} ?"
                     f" AND last_accessed_at {same} ? AND access_count {same} ? AND source {same} ? AND subject {same} ?"
-                    f" AND forgotten {same} ? AND pinned {same} ? AND base_importance {same} ? AND decayed_at {same} ?)",
-                    (*values, *values[1:9], *values[12:16]),
+                    f" AND forgotten {same} ? AND pinned {same} ? AND base_importance {same} ? AND decayed_at {same} ?"
+                    f" AND origin {same} ? AND origin_detail {same} ?)",
+                    (*values, *values[1:9], *values[12:18]),
                 ).rowcount
                 updated += changed
             for index, edge in enumerate(associations):

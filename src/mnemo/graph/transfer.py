@@ -1,7 +1,7 @@
 """Moving a memory graph in and out: readable Markdown, and JSON that imports back losslessly.
 
 The JSON export carries everything the store keeps about a memory (id, times as exact Unix seconds,
-access statistics, source, subject, scope, forgotten flag, and what maintenance keeps: pin, the importance
+access statistics, source, subject, scope, forgotten flag, provenance, and what maintenance keeps: pin, the importance
 it was written with, when decay was last applied) and every association (with whether maintenance made
 it), so :func:`import_json` can
 rebuild the same graph elsewhere; importing the same document twice changes nothing the second time.
@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import InvalidArgument
+from ..provenance import Provenance
 from .store import MemoryGraph, RestoreCounts
 from .types import (
     Association,
@@ -71,6 +72,7 @@ def _memory_record(memory: Memory) -> dict[str, Any]:
         "pinned": memory.pinned,
         "base_importance": memory.base_importance,
         "decayed_at": memory.decayed_at,
+        "provenance": memory.provenance.as_dict(),
     }
 
 
@@ -212,6 +214,10 @@ def _parse_memory(record: Any, where: str) -> Memory:
         pinned=bool(_field(record, where, "pinned", bool, optional=True) or False),
         base_importance=_optional_unit(record, where, "base_importance"),
         decayed_at=_optional_float(_field(record, where, "decayed_at", number, optional=True)),
+        # Absent from exports made before provenance existed: those memories' origin is unknown.
+        provenance=Provenance.from_dict(
+            _field(record, where, "provenance", Mapping, optional=True) or {}, f"{where}.provenance"
+        ),
     )
 
 

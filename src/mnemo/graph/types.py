@@ -8,6 +8,7 @@ from typing import Any
 
 from .._time import iso
 from ..errors import InvalidArgument, excerpt
+from ..provenance import Provenance
 from ..scope import Scope
 
 
@@ -129,6 +130,8 @@ class Memory:
     base_importance: float | None = None
     # When maintenance last applied decay (None: never); staleness after it is what the next pass decays.
     decayed_at: float | None = None
+    # Who wrote it, stamped by mnemo (see :mod:`mnemo.provenance`).
+    provenance: Provenance = field(default_factory=Provenance)
 
     @property
     def original_importance(self) -> float:
@@ -158,6 +161,7 @@ class Memory:
             "scope": self.scope.as_dict(),
             "forgotten": self.forgotten,
             "superseded_by": self.superseded_by,
+            "provenance": self.provenance.as_dict(excerpt=False),
         }
 
 

@@ -37,6 +37,7 @@ from ..errors import ConfigError, InvalidArgument
 from ..providers import GraphProvider
 from ..providers.configuration import update_settings
 from ..scope import check_id
+from ..taint import tool_call_names
 
 log = logging.getLogger("mnemo.hermes")
 
@@ -230,11 +231,20 @@ class MnemoMemoryProvider(MemoryProvider):
         messages: list[dict[str, Any]] | None = None,
     ) -> None:
         """Archive the finished turn (with its tool calls when Hermes passes the messages) and start the
-        next turn's lookup. Hermes calls this on its background worker, in turn order."""
+        next turn's lookup. Hermes calls this on its background worker, in turn order.
+
+        The results of Hermes' other tools in the turn are reported as untrusted content (see
+        :meth:`AgentMemory.report_untrusted`): the model's memory writes from then on wait for review.
+        Hermes hands providers a turn's tool results only when the turn is over, so writes made within
+        that same turn are judged without them."""
         memory = self._session()
         if memory is None:
             return
         turn = _last_turn(messages) if messages else None
+        own = {TOOL_PREFIX + name for name in _EXPOSED_TOOLS}
+        for name, content in _tool_results(turn or ()):
+            if name not in own:
+                memory.report_untrusted(content, source=name)
         memory.turn_complete(str(user_content or ""), str(assistant_content or ""), messages=turn)
         with self._lock:
             self._last_query = user_content
@@ -362,6 +372,20 @@ def _standalone_schemas() -> list[dict[str, Any]]:
 def _plain_messages(messages: Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
     """Hermes' messages as mnemo's hooks take them (dicts only; anything else is skipped)."""
     return [dict(m) for m in messages or () if isinstance(m, Mapping)]
+
+
+def _tool_results(turn: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
+    """Each tool result of a turn as (tool name, text): the name from the message, else from the assistant's
+    call it answers."""
+    called = tool_call_names(turn)
+    results = []
+    for message in turn:
+        if message.get("role") != "tool":
+            continue
+        name = message.get("name") or called.get(str(message.get("tool_call_id"))) or "tool"
+        content = message.get("content")
+        results.append((str(name), content if isinstance(content, str) else json.dumps(content, default=str)))
+    return results
 
 
 def _last_turn(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]] | None:

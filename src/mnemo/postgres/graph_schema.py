@@ -174,4 +174,28 @@ def _v2(executor: Executor) -> None:
     rebuild_hnsw(executor, "graph_vectors", "vector")
 
 
-MIGRATIONS = [_v1, _v2, _TALLY]
+# Provenance and the review queue, as in SQLite (see :data:`mnemo.graph.schema.PROVENANCE`); safe to run again.
+_PROVENANCE = """
+ALTER TABLE graph_memories ADD COLUMN IF NOT EXISTS origin TEXT NOT NULL DEFAULT 'unknown';
+ALTER TABLE graph_memories ADD COLUMN IF NOT EXISTS origin_detail TEXT NOT NULL DEFAULT '';
+CREATE TABLE IF NOT EXISTS graph_review (
+    id TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    channel_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    origin TEXT NOT NULL,
+    origin_detail TEXT NOT NULL DEFAULT '',
+    findings TEXT NOT NULL DEFAULT '',
+    created_at DOUBLE PRECISION NOT NULL,
+    expires_at DOUBLE PRECISION,
+    state TEXT NOT NULL DEFAULT 'pending',
+    decided_at DOUBLE PRECISION,
+    outcome TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS graph_review_scope ON graph_review (user_id, agent_id, channel_id, state, created_at);
+"""
+
+MIGRATIONS = [_v1, _v2, _TALLY, _PROVENANCE]

@@ -114,6 +114,7 @@ def migrate_archive(source: Path, url: str, *, progress: Callable[[int], None] |
 _MEMORY_FIELDS = (
     "id", "content", "type", "importance", "created_at", "updated_at", "last_accessed_at", "access_count", "source",
     "subject", "user_id", "agent_id", "channel_id", "forgotten", "pinned", "base_importance", "decayed_at",
+    "origin", "origin_detail",
 )  # fmt: skip
 # Rows copied as they are, skipped when already there (what makes a rerun resume): table, columns, conflict.
 _KEYED = (
@@ -122,6 +123,8 @@ _KEYED = (
     ("graph_extracted", ("user_id", "agent_id", "channel_id", "message_key", "session_id", "message_id", "memories",
                          "extracted_at")),
     ("graph_memory_messages", ("memory_id", "session_id", "message_id")),
+    ("graph_review", ("id", "user_id", "agent_id", "channel_id", "kind", "payload", "digest", "origin", "origin_detail",
+                      "findings", "created_at", "expires_at", "state", "decided_at", "outcome")),
 )  # fmt: skip
 
 

@@ -32,9 +32,12 @@ from ..graph.extract_rules import extract as extract_by_rules
 from ..graph.extraction import Extractor, extract_messages, extracted_from
 from ..graph.maintenance import SESSION_BUDGET, maintain
 from ..graph.migrate_curated import TARGET_TYPES, curated_source, import_curated
+from ..graph.review import WriteKind
 from ..graph.store import SCAN_PER_RECALL, MemoryGraph
 from ..graph.types import Memory, MemoryType, Scope
+from ..provenance import OPERATOR, Origin, Provenance
 from ..recollection import comparable, memory_line, turn_context
+from ..review import MODEL_WRITES, WriteGate, graph_payload
 from ..tools.graph import GRAPH_TOOL_NAMES, GRAPH_TOOL_SCHEMAS, handle_graph_call
 from .archive import ArchiveProvider
 from .config_schema import ConfigField
@@ -105,6 +108,8 @@ class GraphProvider:
         self._session_key: str | None = None
         self._extractor: Extractor = extract_by_rules
         self._owned_llm: Any = None
+        # Stamps the model's writes and holds the untrusted ones (an AgentMemory gives its session's).
+        self.gate: WriteGate = MODEL_WRITES
 
     @classmethod
     def from_settings(
@@ -129,6 +134,10 @@ class GraphProvider:
             "prune_after_days": settings.prune_after_days,
         }
         provider.bulletin_chars = settings.bulletin_chars
+        provider.gate = WriteGate(
+            expire_days=settings.review_expire_days, quarantine=settings.quarantine,
+            trusted_tools=trusted_tools(settings),
+        )  # fmt: skip
         if settings.bulletin_llm:
             provider.synthesizer = lambda: bulletin_model(settings)
         provider._defaults = {
@@ -214,7 +223,11 @@ class GraphProvider:
         if archive is None or self._graph is None:
             return
         try:
-            report = backfill(self.graph, archive, [session_id], extractor=self._extractor, advance=self._unless_stopping)
+            report = backfill(
+                self.graph, archive, [session_id], extractor=self._extractor, advance=self._unless_stopping,
+                review=self.gate.queue(self.graph) if self.gate.quarantine else None,
+                trusted_tools=self.gate.trusted_tools,
+            )  # fmt: skip
         except _Stopping:
             return
         except (MnemoError, sqlite3.Error) as exc:
@@ -292,7 +305,8 @@ class GraphProvider:
         """Run ``recall`` (over the archive's earlier sessions too), ``remember``, ``relate`` or ``forget``;
         a JSON string."""
         in_context = self._archive.in_context() if self._archive is not None else None
-        return handle_graph_call(self.graph, name, arguments, archive=self._archive_store(), in_context=in_context)
+        return handle_graph_call(self.graph, name, arguments, archive=self._archive_store(), in_context=in_context,
+                                 gate=self.gate)
 
     def on_memory_write(self, action: str, target: str, content: str, old_text: str | None = None) -> None:
         """Mirror one accepted curated write into the graph."""
@@ -301,16 +315,21 @@ class GraphProvider:
             log.warning("graph: ignoring a memory write to unknown target %r", target)
             return
         source = curated_source(target)
+        provenance = self.gate.mirror_provenance(target, content) if action != "remove" else None
         try:
-            if action == "add":
+            if provenance is not None and self.gate.holds(provenance):
+                # A host's own memory tool wrote it after untrusted content: it waits outside the graph.
+                payload = graph_payload(content, kind.value, importance=None, subject="", source=source)
+                self.gate.queue(self.graph).submit(WriteKind.GRAPH, payload, provenance)
+            elif action == "add":
                 if self._mirror_of(source, content, exact=True) is None:
-                    self.graph.remember(content, kind, source=source)
+                    self.graph.remember(content, kind, source=source, provenance=provenance or OPERATOR)
             elif action == "replace":
                 old = self._mirror_of(source, old_text or "")
                 if old is None:
-                    self.graph.remember(content, kind, source=source)
+                    self.graph.remember(content, kind, source=source, provenance=provenance or OPERATOR)
                 elif comparable(old.content) != comparable(content):
-                    self.graph.replace(old.id, content)
+                    self.graph.replace(old.id, content, provenance=provenance or OPERATOR)
             elif action == "remove":
                 old = self._mirror_of(source, old_text or content or "")
                 if old is not None:
@@ -362,7 +381,11 @@ class GraphProvider:
         if self._session_key is None or not messages:
             return []
         try:
-            report = extract_messages(self.graph, self._session_key, messages, extractor=self._extractor)
+            report = extract_messages(
+                self.graph, self._session_key, messages, extractor=self._extractor,
+                review=self.gate.queue(self.graph) if self.gate.quarantine else None,
+                trusted_tools=self.gate.trusted_tools,
+            )  # fmt: skip
         except (MnemoError, sqlite3.Error) as exc:
             log.warning("graph: extraction %s failed: %s", when, exc)
             return []
@@ -382,13 +405,19 @@ class GraphProvider:
             self._bulletin = self._render_bulletin()
 
     def on_delegation(self, task: str, result: str, child_session_id: str) -> None:
-        """Remember a finished delegation as an ``event`` memory (scanned like any other; content past
-        the graph's size limit is cut)."""
+        """Keep a finished delegation as an ``event`` memory, held for review: another agent wrote its
+        result (content past the graph's size limit is cut)."""
         content = f"Delegated task: {' '.join(task.split())}\nResult: {' '.join(result.split())}"
         limit = self.graph.max_content_chars
         if len(content) > limit:
             content = content[: limit - 1].rstrip() + "…"
-        self.graph.remember(content, MemoryType.EVENT, source=DELEGATION_SOURCE)
+        source = child_session_id or DELEGATION_SOURCE
+        provenance = Provenance(Origin.AGENT, "delegation", source, self._session_key or "", excerpt=result[:200])
+        if not self.gate.holds(provenance):
+            self.graph.remember(content, MemoryType.EVENT, source=DELEGATION_SOURCE, provenance=provenance)
+            return
+        payload = graph_payload(content, MemoryType.EVENT.value, importance=None, subject="", source=DELEGATION_SOURCE)
+        self.gate.queue(self.graph).submit(WriteKind.GRAPH, payload, provenance)
 
     def shutdown(self) -> None:
         """Stop the background extraction, close the graph (and LLM client) if this provider opened them;
@@ -411,6 +440,12 @@ class GraphProvider:
             graph.close()
         except Exception:  # shutdown must never raise
             log.exception("graph: error while closing")
+
+
+def trusted_tools(settings: Settings) -> frozenset[str]:
+    """Tools whose results in a transcript do not taint: the ``trusted_tools`` setting's, and mnemo's own
+    memory tools (their results only echo memory already admitted)."""
+    return frozenset({*settings.trusted_tools, "memory", *GRAPH_TOOL_NAMES})
 
 
 # How long shutdown waits for the background extraction to notice it should stop (it stops between batches).

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InvalidArgument, MnemoError, excerpt
+from ..taint import tool_call_names
 from ..tools._json import failure, parse_arguments, refusal
 from ._threads import Gather, Lane, join_all
 from .protocol import (
@@ -392,7 +393,7 @@ class ProviderRegistry:
         its pending events; waits up to ``compress_timeout`` overall. Drops prefetches."""
         for entry in self._session.active:
             self._drop_prefetch(entry)
-        normalised = [_normalise(message) for message in messages]
+        normalised = _normalise_all(messages)
         self._await_events(
             "on_session_end", lambda: ([dict(message) for message in normalised],), self._compress_timeout
         )
@@ -443,7 +444,7 @@ class ProviderRegistry:
         active = self._session.active
         if not active:
             return []
-        normalised = [_normalise(message) for message in messages]
+        normalised = _normalise_all(messages)
         asked = []
         for entry in active:
             if entry.compressing is not None and entry.compressing.is_alive():
@@ -578,12 +579,30 @@ def _owner(thread: threading.Thread) -> str:
 
 
 def _normalise(message: Any) -> dict[str, str]:
-    """``{"role", "content": str}`` from a chat message dict (or SDK object) with any content shape."""
+    """``{"role", "content": str}`` from a chat message dict (or SDK object) with any content shape, and
+    its ``name`` when it has one (a speaker, or the tool that produced a tool result)."""
     if isinstance(message, Mapping):
-        role, content = message.get("role"), message.get("content")
+        role, content, name = message.get("role"), message.get("content"), message.get("name")
     else:
-        role, content = getattr(message, "role", None), getattr(message, "content", None)
-    return {"role": "" if role is None else str(role), "content": message_text(content)}
+        role, content, name = (getattr(message, key, None) for key in ("role", "content", "name"))
+    plain = {"role": "" if role is None else str(role), "content": message_text(content)}
+    if isinstance(name, str) and name:
+        plain["name"] = name
+    return plain
+
+
+def _normalise_all(messages: Sequence[Any]) -> list[dict[str, str]]:
+    """:func:`_normalise` of each message; a tool result without a name is named after the call it answers
+    (providers judge a tool's output by its tool: see :mod:`mnemo.graph.extraction`)."""
+    called = tool_call_names(messages)
+    plain = []
+    for message in messages:
+        normal = _normalise(message)
+        tool = called.get(str(message.get("tool_call_id"))) if isinstance(message, Mapping) else None
+        if normal["role"] == "tool" and "name" not in normal and isinstance(tool, str):
+            normal["name"] = tool
+        plain.append(normal)
+    return plain
 
 
 def message_text(content: Any) -> str:

@@ -1,8 +1,9 @@
 """The MCP server: one :class:`~mnemo.AgentMemory` per client connection, served over the official SDK.
 
-It is another door onto the same functions an agent loop calls: the tools are exactly
+It is another door onto the same functions an agent loop calls: the tools are
 ``AgentMemory.tools()`` run through ``AgentMemory.handle_tool_call`` (same schemas, validation, scan
-and errors), the resources are the curated files, the frozen system prompt and memories by id, and the
+and errors), plus the review tools (:mod:`mnemo.tools.review`) for hosts that confirm each call with the
+user; what a client writes on its own is stamped as an MCP client's. The resources are the curated files, the frozen system prompt and memories by id, and the
 prompt is the instructions :class:`~mnemo.Conversation` uses with the session's memory blocks. Nothing
 here decides anything about memory; it only carries calls, keeps sessions and knows whose they are.
 
@@ -34,7 +35,9 @@ from ..curated.storage import FILENAMES
 from ..curated.store import TARGETS, MemoryStore
 from ..errors import MnemoError
 from ..loop import DEFAULT_INSTRUCTIONS
+from ..provenance import Origin
 from ..tools._json import failure
+from ..tools.review import REVIEW_TOOL_NAMES, REVIEW_TOOL_SCHEMAS, handle_review_call
 
 log = logging.getLogger("mnemo.serve")
 
@@ -116,6 +119,7 @@ class MemoryServer:
             if session is None:
                 session_key = f"mcp-{key or uuid.uuid4().hex}"
                 session = await anyio.to_thread.run_sync(self._open_memory, session_key, user_id)
+                session.model_origin = Origin.MCP  # what its client writes on its own is an MCP client's
                 state[_STATE_KEY] = session
                 self._open[id(session)] = session
                 if closes_with is not None:
@@ -145,7 +149,8 @@ class MemoryServer:
 
     async def _list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
         session = await self._session(ctx)
-        return types.ListToolsResult(tools=[_mcp_tool(schema) for schema in session.tools()])
+        schemas = [*session.tools(), *REVIEW_TOOL_SCHEMAS]
+        return types.ListToolsResult(tools=[_mcp_tool(schema) for schema in schemas])
 
     async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         session = await self._session(ctx)
@@ -159,9 +164,12 @@ class MemoryServer:
                 # A worker thread: SQLite and the embedder must not stall other connections. It is not
                 # abandoned on cancel, so a client that disconnects mid-call still gets its write finished.
                 # The request id names the call in the curated history, marked as coming through MCP.
-                call = functools.partial(
-                    session.handle_tool_call, params.name, arguments, tool_call_id=f"mcp:{ctx.request_id}"
-                )
+                if params.name in REVIEW_TOOL_NAMES:
+                    call = functools.partial(handle_review_call, session, params.name, arguments)
+                else:
+                    call = functools.partial(
+                        session.handle_tool_call, params.name, arguments, tool_call_id=f"mcp:{ctx.request_id}"
+                    )
                 result = await anyio.to_thread.run_sync(call)
             except MnemoError as exc:
                 result = failure(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
@@ -170,7 +178,7 @@ class MemoryServer:
                 result = failure(f"internal error in tool {params.name!r}: {type(exc).__name__}")
         payload = json.loads(result)
         ok = payload.get("success") is not False
-        if ok and params.name == "memory":
+        if ok and params.name in ("memory", "review_approve"):
             await _notify_resources_changed(ctx)
         return types.CallToolResult(content=[types.TextContent(text=result)], is_error=not ok)
 

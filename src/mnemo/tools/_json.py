@@ -30,6 +30,25 @@ def dumps(payload: Mapping[str, Any]) -> str:
     return json.dumps(payload, ensure_ascii=False, default=str)
 
 
+def function_schema(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    """A tool's schema in OpenAI function format, refusing arguments it does not name."""
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {"type": "object", "properties": properties, "required": required, "additionalProperties": False},
+        },
+    }
+
+
+def check_required(args: Mapping[str, Any], schema: Mapping[str, Any]) -> None:
+    """Refuse ``args`` missing (or null in) a field ``schema`` requires, naming it."""
+    for name in parameters_of(schema)["required"]:
+        if args.get(name) is None:
+            raise InvalidArgument(name, "is required")
+
+
 def success(**fields: Any) -> str:
     """A successful tool result."""
     return dumps({"success": True, **fields})

@@ -14,11 +14,14 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from ..errors import InvalidArgument, MnemoError, excerpt
 from ..graph.errors import BlockedContent
 from ..graph.recalled import DEFAULT_RECALL_LIMIT, MAX_RECALL_LIMIT
+from ..graph.review import ReviewItem, WriteKind
 from ..graph.store import MemoryGraph
 from ..graph.types import MemoryType, Relation
+from ..provenance import Origin
 from ..recollection import recall_everything
+from ..review import HELD_MESSAGE, MODEL_WRITES, WriteGate, graph_payload
 from ..safety.scan import finding_labels
-from ._json import failure, parameters_of, parse_arguments, success
+from ._json import check_required, failure, function_schema, parse_arguments, success
 
 if TYPE_CHECKING:
     from ..archive import Archive
@@ -31,15 +34,7 @@ _RELATION_HELP = (
 )
 
 
-def _schema(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": description,
-            "parameters": {"type": "object", "properties": properties, "required": required, "additionalProperties": False},
-        },
-    }
+_schema = function_schema
 
 
 RECALL_TOOL_SCHEMA = _schema(
@@ -125,10 +120,7 @@ GRAPH_TOOL_SCHEMAS: tuple[dict[str, Any], ...] = (
 GRAPH_TOOL_NAMES: frozenset[str] = frozenset(s["function"]["name"] for s in GRAPH_TOOL_SCHEMAS)
 
 
-def _check_required(args: Mapping[str, Any], schema: Mapping[str, Any]) -> None:
-    for name in parameters_of(schema)["required"]:
-        if args.get(name) is None:
-            raise InvalidArgument(name, "is required")
+_check_required = check_required
 
 
 def _optional_string(args: Mapping[str, Any], name: str) -> str | None:
@@ -149,7 +141,7 @@ class _Sessions(NamedTuple):
 _NO_SESSIONS = _Sessions()
 
 
-def _recall(graph: MemoryGraph, args: dict[str, Any], sessions: _Sessions = _NO_SESSIONS) -> str:
+def _recall(graph: MemoryGraph, args: dict[str, Any], gate: WriteGate, sessions: _Sessions = _NO_SESSIONS) -> str:
     _check_required(args, RECALL_TOOL_SCHEMA)
     found = recall_everything(
         graph,
@@ -166,8 +158,21 @@ def _recall(graph: MemoryGraph, args: dict[str, Any], sessions: _Sessions = _NO_
     return success(count=len(found), results=[item.as_tool_dict() for item in found], message=message)
 
 
-def _remember(graph: MemoryGraph, args: dict[str, Any]) -> str:
+def held_result(item: ReviewItem) -> str:
+    """What the model is told of a write held for review: one line, never the payload."""
+    return success(status="awaiting_review", review_id=item.id, message=HELD_MESSAGE)
+
+
+def _remember(graph: MemoryGraph, args: dict[str, Any], gate: WriteGate) -> str:
     _check_required(args, REMEMBER_TOOL_SCHEMA)
+    text = graph._unscanned(args["content"], "content")
+    provenance = gate.provenance(text, "tool")
+    subject = _optional_string(args, "subject") or ""
+    kind = args.get("type", MemoryType.FACT.value)
+    payload = graph_payload(text, kind, importance=args.get("importance"), subject=subject, source="")
+    if gate.holds(provenance):
+        graph._check_item(text, kind, args.get("importance"), "", subject, (), "")  # a bad write is refused, not held
+        return held_result(gate.queue(graph).submit(WriteKind.GRAPH, payload, provenance))
     relations = args.get("relations") or []
     if not isinstance(relations, list):
         raise InvalidArgument("relations", f"must be a list, got {type(relations).__name__}")
@@ -179,10 +184,16 @@ def _remember(graph: MemoryGraph, args: dict[str, Any]) -> str:
             if item.get(name) is None:
                 raise InvalidArgument(f"relations[{index}].{name}", "is required")
         links.append((item["target"], item["relation"], item.get("weight", 1.0)))
-    memory = graph.remember(
-        args["content"], args.get("type", MemoryType.FACT.value), importance=args.get("importance"),
-        subject=_optional_string(args, "subject") or "", relations=links, pin=args.get("pin", False),
-    )  # fmt: skip
+    try:
+        memory = graph.remember(
+            text, kind, importance=args.get("importance"), subject=subject, relations=links,
+            pin=args.get("pin", False), provenance=provenance,
+        )  # fmt: skip
+    except BlockedContent as exc:
+        if provenance.origin is not Origin.USER:
+            raise
+        # The user's own words, flagged all the same: the user decides, not the scan.
+        return held_result(gate.queue(graph).submit(WriteKind.GRAPH, payload, provenance, finding_labels(exc.findings)))
     edges = [a.as_dict() for a in graph.associations(memory.id)]
     return success(
         id=memory.id, type=memory.type.value, importance=memory.importance, subject=memory.subject, pinned=memory.pinned,
@@ -190,20 +201,20 @@ def _remember(graph: MemoryGraph, args: dict[str, Any]) -> str:
     )  # fmt: skip
 
 
-def _relate(graph: MemoryGraph, args: dict[str, Any]) -> str:
+def _relate(graph: MemoryGraph, args: dict[str, Any], gate: WriteGate) -> str:
     _check_required(args, RELATE_TOOL_SCHEMA)
     edge = graph.relate(args["source"], args["target"], args["relation"], args.get("weight", 1.0))
     return success(association=edge.as_dict(), message=f"Linked {edge.source_id} {edge.relation.value} {edge.target_id}.")
 
 
-def _forget(graph: MemoryGraph, args: dict[str, Any]) -> str:
+def _forget(graph: MemoryGraph, args: dict[str, Any], gate: WriteGate) -> str:
     _check_required(args, FORGET_TOOL_SCHEMA)
     memory = graph.forget(args["id"])
     return success(id=memory.id, message="Memory forgotten: kept in history, no longer recalled.")
 
 
 _SCHEMAS = {schema["function"]["name"]: schema for schema in GRAPH_TOOL_SCHEMAS}
-_HANDLERS: dict[str, Callable[[MemoryGraph, dict[str, Any]], str]] = {
+_HANDLERS: dict[str, Callable[[MemoryGraph, dict[str, Any], WriteGate], str]] = {
     "recall": _recall,
     "remember": _remember,
     "relate": _relate,
@@ -221,15 +232,17 @@ def handle_graph_call(
     *,
     archive: Archive | None = None,
     in_context: tuple[str, int] | None = None,
+    gate: WriteGate = MODEL_WRITES,
 ) -> str:
     """Run the graph tool ``name`` against ``graph``; return the JSON result for the model. ``recall`` also
     searches ``archive``'s earlier sessions, leaving out ``in_context`` (``(session_id, message_id)``: that
-    session's messages after that id)."""
+    session's messages after that id). ``gate`` stamps what ``remember`` writes and holds an untrusted write
+    for review (see :mod:`mnemo.review`)."""
     handler = partial(_recall, sessions=_Sessions(archive, in_context)) if name == "recall" else _HANDLERS.get(name)
     if handler is None:
         return failure(f"unknown graph tool {excerpt(name)} (tools: {', '.join(_HANDLERS)})")
     try:
-        return handler(graph, parse_arguments(arguments, _SCHEMAS[name]))
+        return handler(graph, parse_arguments(arguments, _SCHEMAS[name]), gate)
     except InvalidArgument as exc:
         field = _FIELD_NAMES.get(exc.field, exc.field)
         return failure(f"invalid argument {field}: {exc.problem}", field=field)
