@@ -6,12 +6,13 @@ from mnemo.cli import main
 from mnemo.demo import run_demo
 
 
-def test_demo_saves_curated_notes_and_refuses_the_poisoned_one(tmp_path):
+def test_demo_saves_curated_notes_and_holds_the_poisoned_one_for_review(tmp_path):
     report = run_demo(tmp_path)
     assert report.memory_entries == ("Staging DB: Postgres 15 on port 6543", "Deploy: `make deploy` from the infra repo")
     assert "Indents with tabs, never spaces" in report.user_entries
-    refused = [t for turn in report.turns for t in turn.tools if not t["result"]["success"]]
-    assert len(refused) == 1 and "blocked" in refused[0]["result"]["error"]
+    held = [t for turn in report.turns for t in turn.tools if t["result"].get("status") == "awaiting_review"]
+    assert len(held) == 1 and "id_rsa" in held[0]["arguments"]["content"]
+    assert "id_rsa" not in json.dumps(held[0]["result"])  # the model is told in one line, never shown the payload
 
 
 def test_session_two_sees_the_snapshot_the_graph_context_and_the_archive(tmp_path):

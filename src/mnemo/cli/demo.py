@@ -52,7 +52,10 @@ def _show(report: DemoReport) -> None:
         out.print(f"[bold]user[/bold]  {turn.user}", markup=True)
         for tool in turn.tools:
             result = tool["result"]
-            verdict = "ok" if result.get("success") else f"refused: {result.get('error')}"
+            if not result.get("success"):
+                verdict = f"refused: {result.get('error')}"
+            else:
+                verdict = "held for review" if result.get("status") == "awaiting_review" else "ok"
             arguments = ", ".join(f"{k}={v!r}" for k, v in tool["arguments"].items())
             out.print(f"  [dim]tool[/dim]  {tool['name']}({arguments}) -> {verdict}", markup=True)
         out.print(f"[bold]agent[/bold] {turn.reply}\n", markup=True)
