@@ -18,6 +18,7 @@ NAV = (
     ("/curated", "Curated", "c"),
     ("/sessions", "Sessions", "s"),
     ("/prompt", "Prompt", "p"),
+    ("/review", "Review", "v"),
 )
 
 
@@ -115,6 +116,6 @@ def page(title: str, body: str, *, active: str = "", user: str | None = None, sc
         f'<header><span class="brand">mnemo</span><nav aria-label="pages">{nav}</nav>'
         f'<div class="who">{who}<button type="button" id="theme" class="link" title="light / dark / system">Theme</button></div></header>'
         f'<main id="main" tabindex="-1"><h1>{esc(title)}</h1>{notes}{body}</main>'
-        f'<footer class="muted small">mnemo {esc(__version__)} · local only · keys: / search, g then o m r c s p</footer>'
+        f'<footer class="muted small">mnemo {esc(__version__)} · local only · keys: / search, g then {" ".join(key for _, _, key in NAV)}</footer>'
         "</body></html>"
     )

@@ -24,6 +24,8 @@ from ..errors import InvalidArgument
 from ..graph.browse import MemoryFilter, disputed_among, maintenance_state, page, subjects
 from ..graph.extraction import source_messages
 from ..graph.maintenance import maintenance_log
+from ..graph.review import ReviewItem, WriteKind
+from ..review import approve
 from ..scope import Scope
 from . import views
 from .auth import Session
@@ -33,6 +35,8 @@ from .workspace import Workspace
 PAGE_SIZE = 50
 SEARCH_LIMIT = 50
 MESSAGES_PER_PAGE = 200
+REVIEW_LIMIT = 200
+DECIDED_SHOWN = 10
 
 
 @dataclass
@@ -115,7 +119,8 @@ def overview(request: Request) -> Response:
     entries = request.workspace.curated_entries()
     store = request.workspace.curated
     curated = {t: (len(e), joined_length(e), store.char_limit(t)) for t, e in entries.items()}
-    body = views.overview(curated, maintenance_state(graph), request.scope)
+    pending = request.workspace.review_queue(request.scope).pending_count()
+    body = views.overview(curated, maintenance_state(graph), request.scope, pending)
     return Response(body=body, title="Overview", active="/")
 
 
@@ -260,6 +265,19 @@ def prompt(request: Request) -> Response:
     )
 
 
+def review(request: Request) -> Response:
+    queue = request.workspace.review_queue(request.scope)
+    pending = queue.items(limit=REVIEW_LIMIT)
+    decided = [item for item in queue.items(None, limit=REVIEW_LIMIT) if item.decided_at is not None]
+    body = views.review_queue(pending, decided[:DECIDED_SHOWN], request.session.csrf)
+    return Response(body=body, title="Review", active="/review")
+
+
+def review_item(request: Request) -> Response:
+    item = request.workspace.review_queue(request.scope).get(request.param("id"))
+    return Response(body=views.review_item(item, request.session.csrf), title=f"Held write {item.id}", active="/review")
+
+
 # -- writes ---------------------------------------------------------------------------------------------
 
 
@@ -328,6 +346,26 @@ def curated_restore(request: Request) -> Response:
     return redirect("/curated/history", outcome.message, request)
 
 
+def review_approve(request: Request) -> Response:
+    digest = request.arg("digest")
+    if not digest:  # the page always sends it: an approval here names the exact content it showed
+        raise InvalidArgument("digest", "is required: approve from the page that shows the write")
+    queue = request.workspace.review_queue(request.scope)
+    item = approve(queue, request.param("id"), store=request.workspace.curated, digest=digest)
+    return redirect("/review", f"Approved {item.id}: {_applied(item)}.", request)
+
+
+def _applied(item: ReviewItem) -> str:
+    if item.kind is WriteKind.GRAPH:
+        return f"saved as {item.outcome} (Memories)"
+    return f"{item.outcome} (Curated, {str(item.payload['target']).upper()}.md)"
+
+
+def review_reject(request: Request) -> Response:
+    item = request.workspace.review_queue(request.scope).reject(request.param("id"))
+    return redirect("/review", f"Rejected {item.id}: it will never be applied (kept as rejected).", request)
+
+
 ROUTES: tuple[tuple[str, re.Pattern[str], Callable[[Request], Response]], ...] = tuple(
     (method, re.compile(f"^{pattern}$"), handler)
     for method, pattern, handler in (
@@ -352,6 +390,9 @@ ROUTES: tuple[tuple[str, re.Pattern[str], Callable[[Request], Response]], ...] =
         ("GET", "/sessions", sessions),
         ("GET", "/sessions/(?P<id>[^/]+)", conversation),
         ("GET", "/prompt", prompt),
-        # The review queue (writes held for review, from the provenance work) will be a GET/POST pair here.
+        ("GET", "/review", review),
+        ("GET", "/review/(?P<id>[^/]+)", review_item),
+        ("POST", "/review/(?P<id>[^/]+)/approve", review_approve),
+        ("POST", "/review/(?P<id>[^/]+)/reject", review_reject),
     )
 )

@@ -22,6 +22,7 @@ from ..archive.base import SessionNotFound
 from ..config import Settings
 from ..errors import ConfigError, MnemoError
 from ..graph.errors import MemoryNotFound
+from ..graph.review import ReviewConflict, ReviewNotFound
 from ..tokens import TokenMap
 from . import views
 from .auth import SESSION_COOKIE, SESSION_SECONDS, Gate, Session, is_loopback
@@ -110,8 +111,10 @@ class UIServer:
 
 
 def _status_of(exc: Exception) -> int:
-    if isinstance(exc, (MemoryNotFound, SessionNotFound)):
+    if isinstance(exc, (MemoryNotFound, SessionNotFound, ReviewNotFound)):
         return HTTPStatus.NOT_FOUND
+    if isinstance(exc, ReviewConflict):
+        return HTTPStatus.CONFLICT  # decided already, or not the content the page showed
     if isinstance(exc, PermissionError):
         return HTTPStatus.FORBIDDEN
     return HTTPStatus.BAD_REQUEST  # bad input, a refused write (scan, budget, ambiguity): the page says which

@@ -17,6 +17,7 @@ from ..doctor import Report
 from ..graph.browse import MaintenanceState, MemoryFilter, MemoryPage, Status, statuses
 from ..graph.extraction import SourceMessage
 from ..graph.recall import RecallResult
+from ..graph.review import ReviewItem, ReviewState, WriteKind
 from ..graph.types import Association, Memory, MemoryType, Relation
 from ..recollection import RecalledMessage
 from ..scope import Scope
@@ -48,7 +49,9 @@ def status_chips(memory: Memory, disputed: bool) -> str:
 # -- overview ------------------------------------------------------------------------------------------
 
 
-def overview(curated: Mapping[str, tuple[int, int, int]], maintenance: MaintenanceState, scope: Scope) -> str:
+def overview(
+    curated: Mapping[str, tuple[int, int, int]], maintenance: MaintenanceState, scope: Scope, pending: int
+) -> str:
     """Curated usage and maintenance at once; the memory counts and the doctor's findings load after the
     page (counting a large graph, and the doctor's checks, take longer than a page should)."""
     usage = "".join(
@@ -68,9 +71,16 @@ def overview(curated: Mapping[str, tuple[int, int, int]], maintenance: Maintenan
         '<div id="counts" data-src="/overview/counts"><p class="muted">Counting memories…</p></div>'
         f'<h2>Curated memory</h2><div class="grid">{usage}</div>'
         f"<h2>Maintenance</h2><p>Last pass: {when(maintenance.last_pass_at)}{esc(running)}</p>{log}"
-        # The review queue (writes held back for review) comes with provenance; its count will show here.
+        f"<h2>Review</h2>{_awaiting(pending)}"
         '<h2>Health</h2><div id="doctor" data-src="/doctor"><p class="muted">Running mnemo doctor…</p></div>'
     )
+
+
+def _awaiting(pending: int) -> str:
+    if not pending:
+        return '<p class="muted">No write awaits <a href="/review">your review</a>.</p>'
+    writes = "write awaits" if pending == 1 else "writes await"
+    return f'<p class="note"><a href="/review" id="awaiting">{pending:,} {writes} your review</a>.</p>'
 
 
 def counts(stats: Mapping[str, Any], messages: int) -> str:
@@ -537,6 +547,96 @@ def conversation(info: SessionInfo, messages: Sequence[StoredMessage], lineage: 
         f"{f' · model {esc(info.model)}' if info.model else ''}</p>"
         f'<p>Lineage: {line}</p><nav class="pager">{" ".join(pager)}</nav>{turns or "<p class=muted>No messages.</p>"}'
     )
+
+
+# -- review --------------------------------------------------------------------------------------------
+
+
+def _review_path(item: ReviewItem) -> str:
+    return f"/review/{quote(item.id, safe='')}"
+
+
+def _origin(item: ReviewItem) -> str:
+    """Where a held write came from: its origin, the tool or source, the session and turn."""
+    held = item.provenance
+    parts = [chip(held.origin.value, "warning" if held.untrusted else "")]
+    if held.source:
+        parts.append(f"after <code>{esc(held.source)}</code>")
+    if held.session_id:
+        turn = f", turn {held.turn}" if held.turn else ""
+        parts.append(f'in <a href="{esc(session_path(held.session_id))}">{esc(held.session_id)}</a>{esc(turn)}')
+    if held.via:
+        parts.append(f'<span class="muted">via {esc(held.via)}</span>')
+    return " ".join(parts)
+
+
+def _findings(item: ReviewItem) -> str:
+    return (
+        " ".join(chip(f"{f.get('category')} / {f.get('rule')}", "error") for f in item.findings)
+        or '<span class="muted">none</span>'
+    )
+
+
+def _decision(item: ReviewItem, csrf: str) -> str:
+    """Approve (naming the digest of the content shown) and Reject, for a pending item."""
+    if item.state is not ReviewState.PENDING:
+        return ""
+    path = _review_path(item)
+    digest = f'<input type="hidden" name="digest" value="{esc(item.digest)}">'
+    return (
+        f'<div class="row">{form(f"{path}/approve", csrf, digest, label="Approve")}'
+        f"{form(f'{path}/reject', csrf, '', label='Reject', kind='danger')}</div>"
+    )
+
+
+def _held(item: ReviewItem, csrf: str) -> str:
+    what = "memory" if item.kind is WriteKind.GRAPH else f"{str(item.payload.get('target', '')).upper()}.md"
+    texts = "".join(f'<blockquote class="content">{esc(text)}</blockquote>' for text in item.texts)
+    return (
+        f'<section class="card held" id="{esc(item.id)}"><p class="small">{chip(what, "type")} '
+        f'{_origin(item)} · queued {when(item.created_at)} · <a href="{esc(_review_path(item))}">details</a></p>'
+        f"{texts or f'<p>{esc(item.summary)}</p>'}"
+        f'<p class="small">Scan: {_findings(item)}</p>{_decision(item, csrf)}</section>'
+    )
+
+
+def review_queue(pending: Sequence[ReviewItem], decided: Sequence[ReviewItem], csrf: str) -> str:
+    """The writes held for review in the scope in view, newest first, each with Approve and Reject; then the
+    latest decisions."""
+    intro = (
+        "<p>What the agent wrote after reading untrusted content (or what the scan flagged) waits here, in no "
+        "prompt or recall, until you approve it; approving applies exactly what is shown, as yours.</p>"
+    )
+    held = "".join(_held(item, csrf) for item in pending) or '<p class="muted">No write awaits your review.</p>'
+    rows = [
+        [f'<a href="{esc(_review_path(i))}">{esc(excerpt(i.summary, 100))}</a>', chip(i.state.value),
+         when(i.decided_at), esc(i.outcome)]
+        for i in decided
+    ]  # fmt: skip
+    return intro + held + "<h2>Decided</h2>" + table(["write", "decision", "when", "outcome"], rows, empty="None yet.")
+
+
+def review_item(item: ReviewItem, csrf: str) -> str:
+    """One held write: what it would do, where it came from, the untrusted content it follows, the scan's
+    findings, its digest; Approve and Reject while it is pending."""
+    held = item.provenance
+    facts = table(["", ""], [
+        ["state", chip(item.state.value)],
+        ["would do", esc(item.summary)],
+        ["origin", _origin(item)],
+        ["queued", when(item.created_at)],
+        ["expires", when(item.expires_at)],
+        ["scan", _findings(item)],
+        ["digest", f"<code>{esc(item.digest)}</code>"],
+        *([["decided", f"{when(item.decided_at)} {esc(item.outcome)}"]] if item.decided_at is not None else []),
+    ], cls="facts")  # fmt: skip
+    texts = "".join(f'<blockquote class="content">{esc(text)}</blockquote>' for text in item.texts)
+    source = (
+        f'<h2>The untrusted content it follows</h2><pre class="prompt untrusted">{esc(held.excerpt)}</pre>'
+        if held.excerpt
+        else ""
+    )
+    return f"{texts}{_decision(item, csrf)}{facts}{source}" + '<p><a href="/review">← the review queue</a></p>'
 
 
 # -- prompt, login, errors -----------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from ..embeddings import named_embedder
 from ..embeddings.protocol import Embedder
 from ..graph.recall import RecallResult
 from ..graph.recalled import MAX_RECALL_LIMIT, RecalledMemory
+from ..graph.review import ReviewQueue
 from ..graph.store import MemoryGraph
 from ..providers.graph import ENRICH_LIMIT
 from ..recollection import Recalled, comparable, render_context, turn_context
@@ -130,6 +131,10 @@ class Workspace:
                     self.settings.database_target, embedder=self._archive_embedder, scope=scope
                 )
             return self._archives[scope]
+
+    def review_queue(self, scope: Scope) -> ReviewQueue:
+        """The writes held for review in ``scope`` (one of this user's), as ``mnemo review`` opens them."""
+        return ReviewQueue(self.graph(scope), expire_days=self.settings.review_expire_days)
 
     def _own(self, scope: Scope) -> None:
         if scope.user_id != self.user_id:

@@ -49,7 +49,7 @@
     }
   });
 
-  // Keys: "/" searches; "g" then a letter goes to a page (o m r c s p).
+  // Keys: "/" searches; "g" then a letter goes to a page (each nav link's data-key: o m r c s p v).
   let pending = false;
   document.addEventListener("keydown", function (event) {
     const typing = /^(INPUT|TEXTAREA|SELECT)$/.test(event.target.tagName) || event.target.isContentEditable;
