@@ -20,7 +20,7 @@ import pytest
 from mnemo.config import load_settings
 from mnemo.graph.store import MemoryGraph
 
-from .seeding import ALICE_TOKEN, BOB_TOKEN, Seeded
+from .seeding import ALICE_TOKEN, BOB_TOKEN, Seeded, hold
 
 WAIT = 20  # seconds a page may take to arrive on a loaded machine before a test fails
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -299,6 +299,29 @@ def test_keyboard_slash_focuses_search_and_g_m_opens_memories(browser, server):
     body.send_keys("g")
     body.send_keys("m")
     wait(browser).until(expected_conditions.title_contains("Memories"))
+
+
+# -- review ----------------------------------------------------------------------------------------------
+
+
+def test_an_approved_write_leaves_the_review_queue_for_curated_memory(browser, server, seeded, shots):
+    approved = hold(seeded.home, "The user banks with the Harbour Credit Union.")
+    waiting = hold(seeded.home, "The user's newsletter goes to the shared inbox.", target=None)
+    log_in(browser, server, ALICE_TOKEN)
+    assert "2 writes await your review" in text(browser)
+    body = browser.find_element(By.TAG_NAME, "body")
+    body.send_keys("g")
+    body.send_keys("v")
+    wait(browser).until(expected_conditions.title_contains("Review"))
+    assert "read_email" in browser.find_element(By.ID, approved).text
+    shoot(browser, shots, "review")
+    browser.execute_script("window.mnemoOldPage = true")
+    browser.find_element(By.ID, approved).find_element(By.XPATH, ".//button[normalize-space()='Approve']").click()
+    arrived(browser)
+    assert f"Approved {approved}" in text(browser)
+    assert not browser.find_elements(By.ID, approved) and browser.find_elements(By.ID, waiting)
+    go(browser, server, "/curated")
+    assert "Harbour Credit Union" in text(browser)
 
 
 # -- who sees what ---------------------------------------------------------------------------------------

@@ -55,7 +55,7 @@ def test_the_queue_shows_a_held_write_with_where_it_came_from_and_its_decisions(
     assert status == 200 and _queued(text, item)
     card = text[text.index(f'id="{item}"') :].split("</section>")[0]
     assert html.escape("The user's accountant is Dana Whitfield.") in card
-    assert "tainted" in card and "<code>read_email</code>" in card and "USER.md" in card
+    assert "tainted" in card and "<code>read_email</code>" in card and "USER.md" in card and "It came after" in card
     assert f'action="/review/{item}/approve"' in card and f'action="/review/{item}/reject"' in card
     assert 'name="digest"' in card
 
@@ -73,7 +73,7 @@ def test_approving_applies_the_exact_write_as_the_users_and_it_leaves_the_queue(
     status, headers, _ = _decide(client, item, "approve", digest=_digest(client, item))
     assert (status, headers["location"]) == (303, "/review")
     _, _, queue = client.request("GET", "/review")
-    assert not _queued(queue, item) and f"Approved {item}" in queue
+    assert not _queued(queue, item) and f"Approved {item} into USER.md: Entry added." in queue
     assert html.escape(content) in client.request("GET", "/curated")[2]
     assert _state(seeded, item) is ReviewState.APPROVED
 

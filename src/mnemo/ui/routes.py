@@ -352,13 +352,14 @@ def review_approve(request: Request) -> Response:
         raise InvalidArgument("digest", "is required: approve from the page that shows the write")
     queue = request.workspace.review_queue(request.scope)
     item = approve(queue, request.param("id"), store=request.workspace.curated, digest=digest)
-    return redirect("/review", f"Approved {item.id}: {_applied(item)}.", request)
+    return redirect("/review", _approved(item), request)
 
 
-def _applied(item: ReviewItem) -> str:
+def _approved(item: ReviewItem) -> str:
+    """Where an approved write went: a memory's id, or the curated file and what its store said."""
     if item.kind is WriteKind.GRAPH:
-        return f"saved as {item.outcome} (Memories)"
-    return f"{item.outcome} (Curated, {str(item.payload['target']).upper()}.md)"
+        return f"Approved {item.id}: saved as {item.outcome} (see Memories)."
+    return f"Approved {item.id} into {str(item.payload['target']).upper()}.md: {item.outcome}"
 
 
 def review_reject(request: Request) -> Response:

@@ -589,6 +589,13 @@ def _decision(item: ReviewItem, csrf: str) -> str:
     )
 
 
+def _follows(item: ReviewItem) -> str:
+    """The start of the untrusted content the write came after (the item's page shows all of it)."""
+    if not item.provenance.excerpt:
+        return ""
+    return f'<p class="small muted">It came after: “{esc(excerpt(item.provenance.excerpt))}”</p>'
+
+
 def _held(item: ReviewItem, csrf: str) -> str:
     what = "memory" if item.kind is WriteKind.GRAPH else f"{str(item.payload.get('target', '')).upper()}.md"
     texts = "".join(f'<blockquote class="content">{esc(text)}</blockquote>' for text in item.texts)
@@ -596,6 +603,7 @@ def _held(item: ReviewItem, csrf: str) -> str:
         f'<section class="card held" id="{esc(item.id)}"><p class="small">{chip(what, "type")} '
         f'{_origin(item)} · queued {when(item.created_at)} · <a href="{esc(_review_path(item))}">details</a></p>'
         f"{texts or f'<p>{esc(item.summary)}</p>'}"
+        f"{_follows(item)}"
         f'<p class="small">Scan: {_findings(item)}</p>{_decision(item, csrf)}</section>'
     )
 
