@@ -73,18 +73,20 @@ def test_approving_applies_the_exact_write_as_the_users_and_it_leaves_the_queue(
     status, headers, _ = _decide(client, item, "approve", digest=_digest(client, item))
     assert (status, headers["location"]) == (303, "/review")
     _, _, queue = client.request("GET", "/review")
-    assert not _queued(queue, item) and f"Approved {item} into USER.md: Entry added." in queue
+    assert not _queued(queue, item) and f"Approved {item} into USER.md: " in queue
     assert html.escape(content) in client.request("GET", "/curated")[2]
     assert _state(seeded, item) is ReviewState.APPROVED
 
 
-def test_an_approved_graph_write_becomes_a_memory_of_the_scope(server, seeded):
+def test_an_approved_graph_write_becomes_a_memory_the_queue_links_to(server, seeded):
     content = "The user's bike is stored at the Oak Street garage."
     item = hold(seeded.home, content, target=None)
     client = Client(server).login(ALICE_TOKEN)
     _decide(client, item, "approve", digest=_digest(client, item))
-    memory = re.search(r"saved as memory (\S+) ", client.request("GET", "/review")[2])[1]
-    status, _, page = client.request("GET", f"/memories/{memory}")
+    queue = client.request("GET", "/review")[2]
+    assert not _queued(queue, item) and f"Approved {item}: saved as memory" in queue
+    where = re.search(r'<a href="(/memories/[^"]+)">memory ', queue)[1]  # the decided list links to it
+    status, _, page = client.request("GET", where)
     assert status == 200 and html.escape(content) in page
 
 

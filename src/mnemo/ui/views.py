@@ -572,7 +572,7 @@ def _origin(item: ReviewItem) -> str:
 
 def _findings(item: ReviewItem) -> str:
     return (
-        " ".join(chip(f"{f.get('category')} / {f.get('rule')}", "error") for f in item.findings)
+        " ".join(chip(f"{f.get('category')} / {f.get('rule')}", "finding") for f in item.findings)
         or '<span class="muted">none</span>'
     )
 
@@ -608,6 +608,17 @@ def _held(item: ReviewItem, csrf: str) -> str:
     )
 
 
+def _went(item: ReviewItem) -> str:
+    """An approved write's outcome, linked to where it now is (the memory, or the curated file)."""
+    if item.state is not ReviewState.APPROVED:
+        return esc(item.outcome)
+    if item.kind is WriteKind.GRAPH:
+        memory_id = item.outcome.removeprefix("memory ")  # mnemo.review.approve records "memory <id>"
+        return f'<a href="/memories/{esc(quote(memory_id, safe=""))}">{esc(item.outcome)}</a>'
+    target = str(item.payload.get("target", ""))
+    return f'<a href="/curated#{esc(quote(target, safe=""))}">{esc(target.upper())}.md</a>: {esc(item.outcome)}'
+
+
 def review_queue(pending: Sequence[ReviewItem], decided: Sequence[ReviewItem], csrf: str) -> str:
     """The writes held for review in the scope in view, newest first, each with Approve and Reject; then the
     latest decisions."""
@@ -618,7 +629,7 @@ def review_queue(pending: Sequence[ReviewItem], decided: Sequence[ReviewItem], c
     held = "".join(_held(item, csrf) for item in pending) or '<p class="muted">No write awaits your review.</p>'
     rows = [
         [f'<a href="{esc(_review_path(i))}">{esc(excerpt(i.summary, 100))}</a>', chip(i.state.value),
-         when(i.decided_at), esc(i.outcome)]
+         when(i.decided_at), _went(i)]
         for i in decided
     ]  # fmt: skip
     return intro + held + "<h2>Decided</h2>" + table(["write", "decision", "when", "outcome"], rows, empty="None yet.")
