@@ -52,7 +52,7 @@ def scratch_database(url: str) -> Iterator[str]:
     """A new, empty database on ``url``'s server for the duration of the block, dropped afterwards."""
     import psycopg
 
-    from mnemo.postgres.connection import PostgresDatabase
+    from mnemo.backends.postgres.connection import PostgresDatabase
 
     name = "mnemo_bench_" + uuid.uuid4().hex[:12]
     with psycopg.connect(url, autocommit=True) as admin:

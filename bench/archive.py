@@ -44,9 +44,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 import _postgres  # noqa: E402
-from mnemo.archive import open_archive  # noqa: E402
 from mnemo.embeddings import EMBEDDER_NAMES, named_embedder  # noqa: E402
 from mnemo.retrieval import meaningful_terms, or_query  # noqa: E402
+from mnemo.storage import open_archive
 
 # -- synthetic conversations -----------------------------------------------------------------------
 

@@ -31,12 +31,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _tables import print_table  # noqa: E402
 from archive import Synth  # noqa: E402
-from mnemo.archive import SessionArchive, import_jsonl  # noqa: E402
+from mnemo.archive import import_jsonl  # noqa: E402
+from mnemo.backends.sqlite.archive import SessionArchive
 from mnemo.cli import main as mnemo  # noqa: E402
 from mnemo.config import load_settings  # noqa: E402
 from mnemo.embeddings import MiniLMEmbedder  # noqa: E402
-from mnemo.graph import MemoryGraph  # noqa: E402
 from mnemo.graph.store import EMBED_BATCH  # noqa: E402
+from mnemo.storage import open_graph
 
 
 def _timed(work) -> tuple[float, object]:
@@ -83,7 +84,7 @@ def bench_embed(count: int, workdir: Path) -> None:
     home = workdir / "home"
     synth = Synth(seed=11)
     texts = [synth.message("user")["content"] for _ in range(count)]
-    with MemoryGraph(load_settings(home).database_path) as graph:  # no embedder: every memory left pending
+    with open_graph(load_settings(home).database_path) as graph:  # no embedder: every memory left pending
         for text in texts:
             graph.remember(text)
 

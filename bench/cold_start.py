@@ -37,11 +37,11 @@ from pathlib import Path
 from _tables import print_table
 from archive import Synth
 from graph_scale import _OTHER, _REAL_TEXTS, _SCOPE, _Corpus, _grow, _TableEmbedder
-from mnemo.archive import SessionArchive
+from mnemo.backends.sqlite.archive import SessionArchive
 from mnemo.config import load_settings
 from mnemo.embeddings import MiniLMEmbedder
 from mnemo.embeddings.vector_file import vector_files
-from mnemo.graph import MemoryGraph
+from mnemo.storage import open_graph
 
 # A new process: imports, opens the store (after ``prepare``), answers once, then ``--queries`` more times.
 _CHILD = """
@@ -67,16 +67,16 @@ print(json.dumps({{"import": (imported - start) * 1000, "open": (opened - opened
 # argv: database, "file" or "sqlite" (a borrowed connection keeps no vector file), "loaded", "cold" or
 # "preloaded" model.
 _CHILD_GRAPH = _CHILD.format(
-    imports="from mnemo import _db\nfrom mnemo.embeddings import MiniLMEmbedder\nfrom mnemo.graph import MemoryGraph, Scope",
+    imports="from mnemo import _db\nfrom mnemo.embeddings import MiniLMEmbedder\nfrom mnemo.graph import Scope\nfrom mnemo.storage import open_graph",
     prepare="embedder = MiniLMEmbedder()\nif sys.argv[3] == 'loaded':\n    embedder.embed(['load the model first'])",
     # "preloaded": the model starts loading when the graph opens (as an agent session's providers do) and
     # the first question comes a second later (a host building its prompt, a user typing).
-    open="graph = MemoryGraph(sys.argv[1] if sys.argv[2] == 'file' else _db.connect(sys.argv[1]),"
+    open="graph = open_graph(sys.argv[1] if sys.argv[2] == 'file' else _db.connect(sys.argv[1]),"
     " scope=Scope(user_id='alice'), embedder=embedder)\nif sys.argv[3] == 'preloaded':\n    embedder.preload()\n"
     "    time.sleep(1.0)\nask = lambda query: graph.recall(query, limit=10)",
 )
 _CHILD_ARCHIVE = _CHILD.format(
-    imports="from mnemo.archive import SessionArchive",
+    imports="from mnemo.backends.sqlite.archive import SessionArchive",
     prepare="",
     open="archive = SessionArchive(sys.argv[1])\nask = lambda query: archive.search(query, limit=10)",
 )
@@ -113,7 +113,7 @@ def _warm(results: list[dict]) -> str:
 
 def _build(home: Path, level: int, corpus: _Corpus, table: _TableEmbedder, synth: Synth) -> Path:
     db = load_settings(home).database_path
-    with MemoryGraph(db, scope=_SCOPE, embedder=table) as graph:
+    with open_graph(db, scope=_SCOPE, embedder=table) as graph:
         size = 0
         while size < level:  # in steps, so the memories' edges and sessions look as graph_scale's do
             step = min(10_000, level - size)

@@ -49,12 +49,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from archive import Synth, _percentile, _scored_questions, _sessions, _table  # noqa: E402
 from mnemo import AgentMemory, RecalledMessage  # noqa: E402
-from mnemo.archive import open_archive  # noqa: E402
 from mnemo.embeddings import MiniLMEmbedder  # noqa: E402
-from mnemo.graph import MemoryGraph  # noqa: E402
 from mnemo.graph.backfill import archived_sessions, backfill  # noqa: E402
 from mnemo.graph.extraction import source_messages  # noqa: E402
 from mnemo.scope import Scope  # noqa: E402
+from mnemo.storage import open_archive, open_graph
 
 DOORS = ("per-turn context", "recall()", "session_search")
 _SESSION_LINE = re.compile(r"^- earlier session (\S+) \([^)]*\):$")
@@ -155,7 +154,7 @@ def _index(home: Path, record: _Conversation, fed: list[tuple[str, _Message, _Me
             cursor[session_id] += 1
             record.messages[row.id] = message
             record.by_session.setdefault(session_id, []).append(row.id)
-    graph = MemoryGraph(home / "mnemo.db", scope=scope)
+    graph = open_graph(home / "mnemo.db", scope=scope)
     try:
         memories = graph.memories()
         sources = source_messages(graph, [m.id for m in memories])
@@ -319,7 +318,7 @@ def _settle(home: Path, scope: Scope, synth: Synth, memories: int) -> None:
     extractor that keeps nothing: the synthetic chatter would give some 33k memories, not the number asked
     for), ``memories`` remembered, everything embedded (its providers embed after each turn)."""
     archive = open_archive(home / "mnemo.db", scope=scope)
-    graph = MemoryGraph(home / "mnemo.db", scope=scope, embedder=MiniLMEmbedder())
+    graph = open_graph(home / "mnemo.db", scope=scope, embedder=MiniLMEmbedder())
     try:
         backfill(graph, archive, archived_sessions(archive), extractor=lambda batch: [])
         batch = [{"content": synth.message("user")["content"], "memory_type": "fact"} for _ in range(memories)]

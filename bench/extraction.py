@@ -32,12 +32,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from archive import _scored_questions, _Scores, _sessions, _table  # noqa: E402
 from locomo import KEYS, _ask, _Clock, remember_turns  # noqa: E402
-from mnemo.archive import SessionArchive  # noqa: E402
+from mnemo.backends.sqlite.archive import SessionArchive
 from mnemo.embeddings import MiniLMEmbedder  # noqa: E402
-from mnemo.graph import MemoryGraph  # noqa: E402
 from mnemo.graph.backfill import backfill  # noqa: E402
 from mnemo.graph.extraction import source_messages  # noqa: E402
 from mnemo.graph.types import Scope  # noqa: E402
+from mnemo.storage import open_graph
 
 MATCH = 0.75
 RETRIEVAL = ("turn_any@5", "turn_all@5", "session_all@5", "multihop_turn_all@5")
@@ -92,7 +92,7 @@ def run(data: Path, workdir: Path) -> dict:
     for number, sample in enumerate(samples):
         user = str(sample.get("sample_id", number))
         database = workdir / f"extraction-{number}.db"
-        with MemoryGraph(database, embedder=embedder, clock=clock) as graph:
+        with open_graph(database, embedder=embedder, clock=clock) as graph:
             turns_only = graph.with_scope(Scope(user_id=user, channel_id="turns"))
             both = graph.with_scope(Scope(user_id=user, channel_id="turns+extracted"))
             plain_dia: dict[str, str] = {}

@@ -59,6 +59,7 @@ from mnemo.embeddings import BruteForceIndex, MiniLMEmbedder
 from mnemo.errors import InvalidArgument
 from mnemo.graph import MemoryGraph, MemoryType, Relation, Scope
 from mnemo.graph.recall import match_expression
+from mnemo.storage import open_graph
 
 _VOCAB = Path(__file__).resolve().parents[1] / "src" / "mnemo" / "embeddings" / "vocab.txt"
 _REAL_TEXTS = 2_000  # distinct memory texts embedded for real; the rest reuse their vectors plus noise
@@ -332,7 +333,7 @@ class _Measure:
     def engine(self, engine: str, target: Path | str, cold_rows: list[list[object]] | None = None) -> None:
         corpus, table, queries = _Corpus(), self.table, self.queries  # the same memories for every engine
         corpus.base_vectors = self.corpus.base_vectors
-        writer = MemoryGraph(target, scope=_SCOPE, embedder=table)
+        writer = open_graph(target, scope=_SCOPE, embedder=table)
         other = writer.with_scope(_OTHER)
         size = 0
         for level in self.levels:
@@ -350,14 +351,14 @@ class _Measure:
             table.table.update(zip(queries, self.query_vectors, strict=True))
             if cold_rows is not None:
                 cold_rows.append([f"{level:,}", *_first_recalls(Path(target), real)])
-            with MemoryGraph(target, scope=_SCOPE, embedder=real) as graph:
+            with open_graph(target, scope=_SCOPE, embedder=real) as graph:
                 graph.recall("warm up the vector cache", limit=10)
                 embedded = _latency(lambda q: graph.recall(q, limit=10), queries)
                 repeated = _latency(lambda q: graph.recall(q, limit=10), queries)
-            with MemoryGraph(target, scope=_SCOPE, embedder=table) as graph:
+            with open_graph(target, scope=_SCOPE, embedder=table) as graph:
                 graph.recall(queries[0], limit=10)
                 given = _latency(lambda q: graph.recall(q, limit=10), queries)
-            with MemoryGraph(target, scope=_SCOPE) as graph:
+            with open_graph(target, scope=_SCOPE) as graph:
                 graph.recall(queries[0], limit=10)
                 plain = _latency(lambda q: graph.recall(q, limit=10), queries)
             tag = f"{level:,} ({active:,} active)"
@@ -385,7 +386,7 @@ def _settle(url: str) -> None:
     they land among the timed recalls, as ``bench/archive.py`` found (p95 2-3x, run to run)."""
     import psycopg
 
-    from mnemo.postgres.connection import SCHEMA
+    from mnemo.backends.postgres.connection import SCHEMA
 
     with psycopg.connect(url, autocommit=True) as conn:
         for table in ("graph_memories", "graph_vectors", "graph_associations", "graph_tallies"):
@@ -400,7 +401,7 @@ def _first_recalls(db_path: Path, embedder: _RealQueries) -> list[str]:
     timings = []
     try:
         for database in (conn, db_path, db_path):
-            with MemoryGraph(database, scope=_SCOPE, embedder=embedder) as graph:
+            with open_graph(database, scope=_SCOPE, embedder=embedder) as graph:
                 start = time.perf_counter()
                 graph.recall("what was the first thing we talked about", limit=10)
                 timings.append(f"{(time.perf_counter() - start) * 1000:,.0f}")

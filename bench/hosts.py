@@ -20,7 +20,8 @@ import time
 from pathlib import Path
 
 from _tables import print_table
-from mnemo.graph import MemoryGraph, Scope
+from mnemo.graph import Scope
+from mnemo.storage import open_graph
 
 _WORDS = (
     "deploy cluster staging invoice budget travel garden recipe backup server kayak guitar report meeting"
@@ -35,7 +36,7 @@ def _text(rng: random.Random, user: str) -> str:
 def _host(target: str, user: str, seconds: float, start: float, results: multiprocessing.Queue) -> None:
     rng = random.Random(user)
     writes = recalls = 0
-    with MemoryGraph(target, scope=Scope(user)) as graph:
+    with open_graph(target, scope=Scope(user)) as graph:
         while time.time() < start:
             time.sleep(0.001)
         deadline = time.perf_counter() + seconds
@@ -50,7 +51,7 @@ def _host(target: str, user: str, seconds: float, start: float, results: multipr
 def _preload(target: str, users: list[str], count: int) -> None:
     for user in users:
         rng = random.Random(f"preload-{user}")
-        with MemoryGraph(target, scope=Scope(user)) as graph:
+        with open_graph(target, scope=Scope(user)) as graph:
             for begin in range(0, count, 1000):
                 graph.remember_many(
                     {"content": _text(rng, user), "source": f"{user}-old-{(begin + n) // 40}"}

@@ -50,9 +50,8 @@ from _tables import print_table  # noqa: E402
 from archive import _baseline, _scored_questions, _Scores, _session_of, _sessions, _turn_text  # noqa: E402
 from locomo import _visible  # noqa: E402
 from mnemo import AgentMemory  # noqa: E402
-from mnemo.archive import open_archive  # noqa: E402
-from mnemo.graph import MemoryGraph  # noqa: E402
 from mnemo.integrations.langgraph import namespace_scope  # noqa: E402
+from mnemo.storage import open_archive, open_graph
 
 NAMESPACE = ("alice", "assistant")
 WARMUP = 20
@@ -119,7 +118,7 @@ async def _langgraph_rows(home: Path, n: int) -> list[list[str]]:
     texts = _sentences()
     with (
         MnemoStore.from_home(home, graph_embedder="none") as store,
-        MemoryGraph(store.settings.database_path, scope=namespace_scope(NAMESPACE)) as view,
+        open_graph(store.settings.database_path, scope=namespace_scope(NAMESPACE)) as view,
     ):
         store.setup()
         from langgraph.store.base import PutOp

@@ -39,6 +39,7 @@ from archive import _baseline, _scored_questions, _Scores, _session_of, _session
 from mnemo.graph import MemoryGraph  # noqa: E402
 from mnemo.graph.errors import BlockedContent  # noqa: E402
 from mnemo.graph.types import Scope  # noqa: E402
+from mnemo.storage import open_graph
 
 KEYS = ("turn_any@5", "turn_all@5", "turn_any@10", "turn_all@10", "session_all@5", "session_all@10",
         "multihop_turn_all@5", "questions", "query_ms_p50", "query_ms_p95")  # fmt: skip
@@ -129,7 +130,7 @@ def run(
         # full-text statistics then come from that conversation alone.
         with ExitStack() as stack:
             target = workdir / f"locomo-{number}.db" if database_url is None else stack.enter_context(scratch_database(database_url))
-            graph = stack.enter_context(MemoryGraph(target, embedder=embedder, clock=clock))
+            graph = stack.enter_context(open_graph(target, embedder=embedder, clock=clock))
             conversation = sample.get("conversation", {})
             view = graph.with_scope(Scope(user_id=str(sample.get("sample_id", number))))
             plain = sqlite3.connect(":memory:")

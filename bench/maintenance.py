@@ -39,6 +39,7 @@ from _tables import print_table  # noqa: E402
 from mnemo.embeddings import BruteForceIndex  # noqa: E402
 from mnemo.graph import MemoryGraph, MemoryType, Scope  # noqa: E402
 from mnemo.graph.bulletin import render_bulletin  # noqa: E402
+from mnemo.storage import open_graph
 
 DIM = 384
 DAY = 86_400.0
@@ -136,7 +137,7 @@ def _single_searches(corpus: _Corpus, new: int) -> float:
 def _size(total: int, workdir: Path, rows: list[list[object]], first_pass: bool) -> None:
     clock, embedder, corpus = _Clock(), _TableEmbedder(), _Corpus()
     path = workdir / f"maint-{total}.db"
-    with MemoryGraph(path, clock=clock, embedder=embedder) as base:
+    with open_graph(path, clock=clock, embedder=embedder) as base:
         graph, other = base.with_scope(_SCOPE), base.with_scope(_OTHER)
         _write(graph, corpus.items(total, embedder, echoes=False))
         _write(other, corpus.items(max(total // 10, 100), embedder, echoes=False))

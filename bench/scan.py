@@ -45,10 +45,10 @@ import scan_corpora  # noqa: E402
 import train_scan  # noqa: E402
 
 from _tables import print_table  # noqa: E402
-from mnemo.graph import MemoryGraph  # noqa: E402
 from mnemo.safety import ContextScrubber, build_memory_context_block, sanitize_context, scan  # noqa: E402
 from mnemo.safety.classifier import Model, load_model  # noqa: E402
 from mnemo.safety.scan import DEFAULT_SCAN_THRESHOLD, SCAN_CHAR_LIMIT  # noqa: E402
+from mnemo.storage import open_graph  # noqa: E402
 
 # The package re-exports the function under the module's name, so fetch the module itself.
 scan_module = importlib.import_module("mnemo.safety.scan")
@@ -339,7 +339,7 @@ def _remember_many_rate(notes: list[str], *, scanning: bool) -> float:
         graph_store.scan_many = lambda texts, threshold=None: [()] * len(texts)  # type: ignore[assignment]
     try:
         with tempfile.TemporaryDirectory() as directory:
-            graph = MemoryGraph(Path(directory) / "state.db")
+            graph = open_graph(Path(directory) / "state.db")
             started = time.perf_counter()
             for begin in range(0, len(notes), 1_000):
                 graph.remember_many([{"content": note} for note in notes[begin : begin + 1_000]])

@@ -33,10 +33,9 @@ from urllib.parse import quote_plus
 from _tables import print_table
 from archive import Synth
 from graph_scale import _REAL_TEXTS, _Corpus, _grow, _TableEmbedder
-from mnemo.archive import open_archive
 from mnemo.config import load_settings
 from mnemo.embeddings import MiniLMEmbedder
-from mnemo.graph import MemoryGraph
+from mnemo.storage import open_archive, open_graph
 from mnemo.ui import UIServer
 
 _MEMORIES = 100_000
@@ -50,7 +49,7 @@ def _build(home: Path, memories: int, messages: int) -> None:
     model = MiniLMEmbedder(cache_dir=settings.cache_directory)
     table = _TableEmbedder(model)
     corpus.base_vectors = model.embed([text for text, _, _ in corpus.memories(_REAL_TEXTS)])
-    with MemoryGraph(settings.database_target, scope=settings.scope, embedder=table) as graph:
+    with open_graph(settings.database_target, scope=settings.scope, embedder=table) as graph:
         _grow(graph, corpus, table, memories)
     print(f"[graph: {memories:,} memories in {time.perf_counter() - started:.0f} s]", flush=True)
     started = time.perf_counter()

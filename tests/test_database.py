@@ -8,13 +8,13 @@ import sqlite3
 import pytest
 
 from mnemo import AgentMemory, DatabaseTooNew, ForeignDatabase, RecalledMemory, StorageUnavailable, _db
-from mnemo.archive import SessionArchive
 from mnemo.archive import schema as archive_schema
+from mnemo.backends.sqlite.archive import SessionArchive
 from mnemo.cli import main
 from mnemo.config import load_settings
 from mnemo.database import DATABASE_FILENAME, check_owned, database_path
-from mnemo.graph import MemoryGraph
 from mnemo.graph import schema as graph_schema
+from mnemo.storage import open_graph
 from support.homes import digest, make_hermes_state_db, make_mnemo_01_home
 
 FAST = {"graph_embedder": "none", "archive_embedder": "none"}
@@ -55,7 +55,7 @@ def test_a_foreign_database_under_mnemos_name_is_refused_untouched(tmp_path):
     assert "\n" not in message and str(tmp_path / DATABASE_FILENAME) in message
     assert "schema_version" in message  # names what is not mnemo's
     with pytest.raises(ForeignDatabase):
-        MemoryGraph(tmp_path / DATABASE_FILENAME)
+        open_graph(tmp_path / DATABASE_FILENAME)
     assert digest(tmp_path / DATABASE_FILENAME) == before
 
 
@@ -64,7 +64,7 @@ def test_a_file_that_is_not_sqlite_is_refused_untouched(tmp_path):
     path.write_bytes(b"these are someone's notes, not a database\n" * 20)
     before = digest(path)
     with pytest.raises(ForeignDatabase, match="not an SQLite database"):
-        MemoryGraph(path)
+        open_graph(path)
     assert digest(path) == before
 
 
@@ -87,7 +87,7 @@ def test_a_database_from_a_newer_mnemo_is_refused_untouched(tmp_path):
     _mnemo_db_with_version(path, "archive", len(archive_schema.MIGRATIONS) + 1)
     before = digest(path)
     with pytest.raises(DatabaseTooNew, match=r"archive schema \d+, this mnemo knows \d+") as caught:
-        MemoryGraph(path)  # the graph refuses too: the file as a whole is newer
+        open_graph(path)  # the graph refuses too: the file as a whole is newer
     assert str(path) in str(caught.value)
     assert digest(path) == before
 

@@ -7,12 +7,20 @@ import json
 
 import pytest
 
-from mnemo import AgentMemory, InvalidArgument, MemoryNotFound, RecalledMemory, RecalledMessage, Scope, StorageUnavailable
-from mnemo.archive import open_archive
+from mnemo import (
+    AgentMemory,
+    InvalidArgument,
+    MemoryNotFound,
+    RecalledMemory,
+    RecalledMessage,
+    Scope,
+    StorageUnavailable,
+)
 from mnemo.config import load_settings
 from mnemo.curated import NoMatchingEntry, Remove, Replace
 from mnemo.errors import ConfigError
 from mnemo.scope import path_segment
+from mnemo.storage import open_archive
 
 FAST = {"graph_embedder": "none", "archive_embedder": "none"}
 

@@ -31,7 +31,7 @@ from typing import Any
 from ._db import DatabaseError
 from .agent_api import TypedMemoryAPI, async_twin
 from .config import Settings, load_settings
-from .curated import TARGETS, MemoryStore
+from .curated import TARGETS
 from .curated.entries import entry_id, joined_length
 from .curated.errors import BlockedContent, MemoryOpError
 from .curated.ops import Add, MemoryOp, MemoryOpOutcome, Replace
@@ -55,6 +55,7 @@ from .providers.registry import message_text
 from .review import curated_payload
 from .safety import build_memory_context_block, inject_memory_context, render_sections, scan
 from .safety.scan import finding_labels
+from .storage import open_curated
 from .taint import TaintTracker
 from .tools._json import failure, refusal
 from .tools.graph import held_result
@@ -110,7 +111,7 @@ class AgentMemory(TypedMemoryAPI):
         if settings is not None and overrides:
             raise InvalidArgument("settings", "give either a Settings object or keyword settings, not both")
         self.settings = settings if settings is not None else load_settings(home, **overrides)
-        self.store = MemoryStore.from_settings(self.settings)
+        self.store = open_curated(self.settings)
         self.registry = ProviderRegistry(
             enrich_timeout=self.settings.enrich_timeout,
             compress_timeout=self.settings.compress_timeout,

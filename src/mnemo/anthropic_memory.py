@@ -39,13 +39,13 @@ from .curated.entries import ENTRY_DELIMITER, joined_length, parse_entries
 from .curated.errors import MemoryOpError
 from .curated.ops import Add, MemoryOp, Remove, Replace, usage_text
 from .curated.storage import FILENAMES
-from .curated.store import MemoryStore
 from .errors import InvalidArgument, MnemoError
 from .graph.review import ReviewItem
 from .review import HELD_MESSAGE
 from .safety import scan
 from .safety.scan import SCAN_CHAR_LIMIT
 from .scope import path_segment
+from .storage import open_curated
 from .tools.memory import MemoryCall
 
 if TYPE_CHECKING:
@@ -145,7 +145,7 @@ class AnthropicMemoryTool:
     def _entries(self, target: str) -> tuple[str, ...]:
         """The target's entries as on disk now (another process may have edited them since this
         session's last write), without touching the session's frozen snapshot."""
-        store = MemoryStore.from_settings(self.memory.settings)
+        store = open_curated(self.memory.settings)
         store.load()
         failed = store.read_failure(target)
         if failed is not None:

@@ -84,7 +84,7 @@ class Settings(BaseModel):
     curated_per_user: bool = False
 
     # curated memory: as files in the home (default), or as rows of the database_url's PostgreSQL database,
-    # so hosts sharing one memory share one curated pair too (see mnemo.postgres.curated)
+    # so hosts sharing one memory share one curated pair too (see mnemo.backends.postgres.curated)
     curated_backend: Literal["files", "postgres"] = "files"
     memory_char_limit: int = Field(2200, gt=0)
     user_char_limit: int = Field(1375, gt=0)
@@ -95,7 +95,7 @@ class Settings(BaseModel):
     shutdown_timeout: float = Field(15.0, gt=0)
 
     # session archive and memory graph: in HOME/mnemo.db (unset), or in the PostgreSQL database this
-    # postgresql:// URL names (several hosts sharing one memory; see mnemo.postgres)
+    # postgresql:// URL names (several hosts sharing one memory; see mnemo.backends.postgres)
     database_url: str | None = None
     archive_enabled: bool = True
     graph_enabled: bool = True

@@ -192,6 +192,6 @@ def connect_owned(path: str | Path) -> sqlite3.Connection:
     """:func:`mnemo._db.connect` for writing, after :func:`check_owned` found the file to be mnemo's."""
     if isinstance(path, str) and "://" in path:
         # A database URL is never a file name: SQLite would make a file of that odd name and say nothing.
-        raise _db.DatabaseError(f"{path.split('://', 1)[0]}:// names a database server, not an SQLite file; open it with open_archive() or MemoryGraph()")
+        raise _db.DatabaseError(f"{path.split('://', 1)[0]}:// names a database server, not an SQLite file; open it with open_archive() or open_graph()")
     check_owned(path)
     return _db.connect(path)

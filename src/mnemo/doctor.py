@@ -38,6 +38,7 @@ from .embeddings import MiniLMEmbedder, named_embedder
 from .errors import ConfigError
 from .graph import schema as graph_schema
 from .safety import scan
+from .storage import open_curated
 
 __all__ = ["Checkup", "Finding", "Report", "Severity", "check", "diagnose"]
 
@@ -272,7 +273,7 @@ def _curated(checkup: Checkup) -> Iterator[Finding]:
     if directory.exists() and not directory.is_dir():
         yield checkup.error("the memories path is not a directory", "move the file away so mnemo can create it", directory)
         return
-    store = MemoryStore.from_settings(checkup.settings)
+    store = open_curated(checkup.settings)
     for target in TARGETS:
         path = Path(store.path(target))
         if not path.exists():

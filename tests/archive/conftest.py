@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from mnemo.archive import Archive, open_archive
+from mnemo.archive import Archive
+from mnemo.storage import open_archive
 
 ENGINES = ("sqlite", "postgres")
 

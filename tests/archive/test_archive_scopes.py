@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from mnemo.archive import SessionNotFound, open_archive
+from mnemo.archive import SessionNotFound
 from mnemo.errors import InvalidArgument
 from mnemo.scope import Scope
+from mnemo.storage import open_archive
 
 
 @pytest.fixture

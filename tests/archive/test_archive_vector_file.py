@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from graph._support import ConceptEmbedder
-from mnemo.archive import SessionArchive
+from mnemo.backends.sqlite.archive import SessionArchive
 from mnemo.embeddings.vector_file import HEADER_BYTES, row_dtype, vector_file_status, vector_files
 
 TEXTS = ("A hound barked all night", "The puppy chewed a shoe", "We drove the sedan to Paris",

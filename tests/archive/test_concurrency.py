@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mnemo.archive import open_archive
+from mnemo.storage import open_archive
 
 _WORKERS = 4
 _MESSAGES = 500
@@ -17,7 +17,7 @@ _MESSAGES = 500
 _WORKER = """
 import sys, time
 from pathlib import Path
-from mnemo.archive import open_archive
+from mnemo.storage import open_archive
 db, worker, count, go = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4])
 while not go.exists():
     time.sleep(0.005)
@@ -51,6 +51,6 @@ def test_four_processes_appending_lose_nothing(tmp_path: Path, archive_target):
 
 def test_processes_creating_the_schema_at_once_all_succeed(archive_target):
     db = archive_target
-    code = "import sys; from mnemo.archive import open_archive; open_archive(sys.argv[1]).close()"
+    code = "import sys; from mnemo.storage import open_archive; open_archive(sys.argv[1]).close()"
     procs = [subprocess.Popen([sys.executable, "-c", code, str(db)]) for _ in range(4)]
     assert [p.wait(timeout=60) for p in procs] == [0] * 4

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 
 from graph._support import ConceptEmbedder
-from mnemo.archive import open_archive
+from mnemo.storage import open_archive
 
 TEXTS = ("A hound barked all night", "The puppy chewed a shoe", "We drove the sedan to Paris")
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from mnemo.archive import ImportReport, SessionArchive
+from mnemo.archive import ImportReport, import_jsonl
+from mnemo.backends.sqlite.archive import SessionArchive
 from mnemo.cli import main
 from mnemo.config import load_settings
 from mnemo.errors import InvalidArgument
@@ -23,7 +24,7 @@ def test_a_file_of_messages_becomes_one_session(archive, tmp_path):
         {"role": "user", "content": "where are the grafana dashboards?", "timestamp": "2026-05-01T09:00:00Z"},
         {"role": "assistant", "content": "Under /ops/grafana."},
     ])
-    [sid] = archive.import_jsonl(path).created
+    [sid] = import_jsonl(archive, path).created
     info = archive.get_session(sid)
     assert info.message_count == 2 and info.title == "chat" and info.source == "import"
     # an untimed reply is dated with the conversation, not with the import
@@ -36,15 +37,15 @@ def test_a_file_of_session_objects_gives_one_session_each(archive, tmp_path):
         {"id": "b", "parent_session_id": "a", "messages": [{"role": "user", "content": "beta"}]},
         [{"role": "user", "content": "gamma"}],
     ])
-    created = archive.import_jsonl(path).created
+    created = import_jsonl(archive, path).created
     assert created[:2] == ("a", "b") and len(created) == 3
     assert archive.get_session("b").parent_session_id == "a"
 
 
 def test_reimporting_skips_sessions_already_archived(archive, tmp_path):
     path = _write(tmp_path / "s.jsonl", [{"id": "a", "messages": [{"role": "user", "content": "alpha"}]}])
-    assert archive.import_jsonl(path) == ImportReport(created=("a",), messages=1)
-    assert archive.import_jsonl(path) == ImportReport(skipped=("a",))
+    assert import_jsonl(archive, path) == ImportReport(created=("a",), messages=1)
+    assert import_jsonl(archive, path) == ImportReport(skipped=("a",))
     assert archive.count_messages() == 1
 
 
@@ -58,9 +59,9 @@ def test_reimporting_skips_sessions_already_archived(archive, tmp_path):
 )
 def test_reimporting_a_file_without_session_ids_adds_nothing(archive, tmp_path, items):
     path = _write(tmp_path / "noids.jsonl", items)
-    first = archive.import_jsonl(path)
+    first = import_jsonl(archive, path)
     before = archive.count_messages()
-    second = archive.import_jsonl(path)
+    second = import_jsonl(archive, path)
     assert second.created == () and second.skipped == first.created and second.messages == 0
     assert archive.count_messages() == before
     assert len(archive.list_sessions()) == len(first.created)
@@ -68,18 +69,18 @@ def test_reimporting_a_file_without_session_ids_adds_nothing(archive, tmp_path, 
 
 def test_the_derived_id_depends_on_content_not_on_file_name_or_source(archive, tmp_path):
     items = [{"role": "user", "content": "same words"}]
-    [sid] = archive.import_jsonl(_write(tmp_path / "a.jsonl", items)).created
-    assert archive.import_jsonl(_write(tmp_path / "b.jsonl", items), source="other").skipped == (sid,)
-    changed = archive.import_jsonl(_write(tmp_path / "a.jsonl", [*items, {"role": "assistant", "content": "more"}]))
+    [sid] = import_jsonl(archive, _write(tmp_path / "a.jsonl", items)).created
+    assert import_jsonl(archive, _write(tmp_path / "b.jsonl", items), source="other").skipped == (sid,)
+    changed = import_jsonl(archive, _write(tmp_path / "a.jsonl", [*items, {"role": "assistant", "content": "more"}]))
     assert len(changed.created) == 1 and changed.created[0] != sid
 
 
 def test_identical_sessions_in_one_file_are_each_kept_and_still_import_once(archive, tmp_path):
     same = [{"role": "user", "content": "hi"}]
     path = _write(tmp_path / "twins.jsonl", [same, same])
-    created = archive.import_jsonl(path).created
+    created = import_jsonl(archive, path).created
     assert len(set(created)) == 2
-    assert archive.import_jsonl(path).skipped == created
+    assert import_jsonl(archive, path).skipped == created
 
 
 def test_an_interrupted_import_finishes_the_rest_when_run_again(archive, tmp_path, monkeypatch):
@@ -95,11 +96,11 @@ def test_an_interrupted_import_finishes_the_rest_when_run_again(archive, tmp_pat
 
     monkeypatch.setattr(archive, "append_many", fail_on_second)
     with pytest.raises(OSError):
-        archive.import_jsonl(path)
+        import_jsonl(archive, path)
     # the failed session rolled back whole: no session row without its messages
     assert [s.message_count for s in archive.list_sessions()] == [1]
     monkeypatch.undo()
-    report = archive.import_jsonl(path)
+    report = import_jsonl(archive, path)
     assert len(report.created) == 2 and len(report.skipped) == 1
     assert archive.count_messages() == 3
 
@@ -112,7 +113,7 @@ def test_an_unknown_role_refuses_the_file_naming_line_and_role(archive, tmp_path
         encoding="utf-8",
     )
     with pytest.raises(InvalidArgument) as refused:
-        archive.import_jsonl(path)
+        import_jsonl(archive, path)
     assert refused.value.field == "roles.jsonl:2[0].role"
     if role.strip():
         assert repr(role) in refused.value.problem
@@ -124,7 +125,7 @@ def test_role_aliases_are_stored_as_their_role_and_read_back_as_given(archive, t
         {"role": "developer", "content": "be brief"},
         {"role": "function", "name": "lookup", "content": "42"},
     ])
-    [sid] = archive.import_jsonl(path).created
+    [sid] = import_jsonl(archive, path).created
     stored = archive.messages(sid)
     assert [m.role for m in stored] == ["system", "tool"]
     assert [m.to_message()["role"] for m in stored] == ["developer", "function"]
@@ -137,7 +138,7 @@ def test_a_parent_that_is_nowhere_refuses_the_file_before_writing(archive, tmp_p
         {"id": "b", "parent_session_id": "missing", "messages": [{"role": "user", "content": "second"}]},
     ])
     with pytest.raises(InvalidArgument) as refused:
-        archive.import_jsonl(path)
+        import_jsonl(archive, path)
     assert refused.value.field == "orphans.jsonl:2.parent_session_id"
     assert archive.list_sessions() == []
 
@@ -159,7 +160,7 @@ def test_a_bad_file_is_refused_whole_and_changes_nothing(archive, tmp_path, line
     path = tmp_path / "bad.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     with pytest.raises(InvalidArgument) as refused:
-        archive.import_jsonl(path)
+        import_jsonl(archive, path)
     assert refused.value.field == field
     assert archive.list_sessions() == [] and archive.count_messages() == 0
 

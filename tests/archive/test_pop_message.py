@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from mnemo.archive import SessionNotFound, open_archive
+from mnemo.archive import SessionNotFound
 from mnemo.scope import Scope
+from mnemo.storage import open_archive
 
 from .conftest import conversation
 

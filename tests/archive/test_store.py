@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 import pytest
 
 from mnemo._db import connect
-from mnemo.archive import SessionArchive, SessionNotFound
+from mnemo.archive import SessionNotFound
+from mnemo.backends.sqlite.archive import SessionArchive
 from mnemo.errors import InvalidArgument
 
 from .conftest import conversation

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from mnemo.archive import SessionArchive
+from mnemo.backends.sqlite.archive import SessionArchive
 from mnemo.providers import ArchiveProvider
 from mnemo.tools.session_search import SESSION_SEARCH_TOOL_SCHEMA, handle_session_search
 

@@ -25,7 +25,7 @@ def store(request: pytest.FixtureRequest, memories: Path) -> Iterator[MemoryStor
     PostgreSQL database."""
     storage = None
     if request.param == "postgres":
-        from mnemo.postgres.curated import postgres_storage
+        from mnemo.backends.postgres.curated import postgres_storage
 
         storage = postgres_storage(request.getfixturevalue("postgres_url"), Scope())
     store = MemoryStore(memories, storage=storage)

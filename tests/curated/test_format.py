@@ -7,8 +7,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mnemo import ENTRY_DELIMITER, Add, MemoryStore, Remove, load_settings
+from mnemo import ENTRY_DELIMITER, Add, Remove, load_settings
 from mnemo.curated.files import MemoryFile
+from mnemo.storage import open_curated
 
 from .conftest import loaded, seed
 
@@ -62,7 +63,7 @@ def test_an_existing_hermes_home_loads_through_settings(tmp_path: Path) -> None:
     seed(hermes / "memories", "memory", "User's repo is at ~/src/app", "Runs tests with `make check`")
     seed(hermes / "memories", "user", "Prefers terse answers")
 
-    store = MemoryStore.from_settings(load_settings(hermes, environ={}))
+    store = open_curated(load_settings(hermes, environ={}))
     store.load()
     store.apply("user", Add("Timezone: Europe/Berlin"))
 

@@ -9,6 +9,7 @@ import pytest
 from mnemo.cli import main
 from mnemo.graph import MemoryGraph
 from mnemo.providers import GraphProvider
+from mnemo.storage import open_graph
 
 from ._support import Clock
 
@@ -37,7 +38,7 @@ def sqlite_path(tmp_path):
 
 @pytest.fixture
 def graph(db_path, clock) -> Iterator[MemoryGraph]:
-    with MemoryGraph(db_path, clock=clock) as opened:
+    with open_graph(db_path, clock=clock) as opened:
         yield opened
 
 

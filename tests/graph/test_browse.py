@@ -8,14 +8,14 @@ import pytest
 
 from mnemo.errors import InvalidArgument
 from mnemo.graph.browse import MemoryFilter, disputed_among, maintenance_state, page, subjects
-from mnemo.graph.store import MemoryGraph
 from mnemo.scope import Scope
+from mnemo.storage import open_graph
 
 
 @pytest.fixture
 def graph(tmp_path):
     ticks = itertools.count(1_700_000_000)
-    with MemoryGraph(tmp_path / "mnemo.db", scope=Scope("ada"), clock=lambda: float(next(ticks))) as opened:
+    with open_graph(tmp_path / "mnemo.db", scope=Scope("ada"), clock=lambda: float(next(ticks))) as opened:
         yield opened
 
 

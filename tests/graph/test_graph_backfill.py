@@ -6,13 +6,13 @@ import json
 
 import pytest
 
-from mnemo.archive import open_archive
 from mnemo.config import load_settings
 from mnemo.errors import InvalidArgument
-from mnemo.graph import MemoryGraph, MemoryType, Scope
+from mnemo.graph import MemoryType, Scope
 from mnemo.graph.backfill import archived_sessions, backfill, pending_messages
 from mnemo.graph.extraction import source_messages
 from mnemo.graph.recalled import recall_memories
+from mnemo.storage import open_archive, open_graph
 
 SESSIONS = {
     "monday": [
@@ -84,7 +84,7 @@ def test_a_graph_and_archive_of_different_scopes_are_refused(graph, db_path):
 
 def test_another_users_sessions_are_not_seen(db_path):
     _archive(db_path, Scope(user_id="alice"))
-    with MemoryGraph(db_path, scope=Scope(user_id="bob")) as bob, open_archive(db_path, scope=Scope(user_id="bob")) as mine:
+    with open_graph(db_path, scope=Scope(user_id="bob")) as bob, open_archive(db_path, scope=Scope(user_id="bob")) as mine:
         assert list(archived_sessions(mine)) == []
         assert backfill(bob, mine, ["monday"]).messages == 0
         assert bob.memories() == []

@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from mnemo.cli import main
+from mnemo.storage import open_graph
 
 
 def _json(run, *argv):
@@ -225,9 +226,8 @@ def test_embed_shows_a_progress_bar_on_a_terminal(tmp_path):
 def test_an_interrupted_embed_keeps_its_batches_and_the_next_run_finishes(run, tmp_path, monkeypatch):
     from mnemo.config import load_settings
     from mnemo.embeddings.minilm import MiniLMEmbedder
-    from mnemo.graph import MemoryGraph
 
-    with MemoryGraph(load_settings(tmp_path / "home").database_path) as graph:  # written without vectors
+    with open_graph(load_settings(tmp_path / "home").database_path) as graph:  # written without vectors
         for n in range(70):
             graph.remember(f"Imported note {n}")
     real_embed, calls = MiniLMEmbedder.embed, []

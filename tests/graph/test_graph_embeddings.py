@@ -7,29 +7,29 @@ import sqlite3
 import numpy as np
 import pytest
 
-from mnemo.graph import MemoryGraph
+from mnemo.storage import open_graph
 
 from ._support import ConceptEmbedder, count_rows
 
 
 def _models(db_path):
-    with MemoryGraph(db_path) as graph:
+    with open_graph(db_path) as graph:
         return sorted(tuple(row) for row in graph._conn.execute("SELECT model, dim, COUNT(*) FROM graph_vectors GROUP BY model, dim"))
 
 
 def test_a_write_is_searchable_before_it_is_embedded(db_path):
     embedder = ConceptEmbedder()
-    with MemoryGraph(db_path, embedder=embedder) as graph:
+    with open_graph(db_path, embedder=embedder) as graph:
         memory = graph.remember("Espresso machine descaling is due")
         assert embedder.calls == []  # remember did not wait for the model
         assert count_rows(graph, "graph_vectors") == 0
-    with MemoryGraph(db_path) as plain:
+    with open_graph(db_path) as plain:
         assert [r.memory.id for r in plain.recall("descaling")] == [memory.id]
 
 
 def test_pending_memories_are_embedded_in_batches_with_the_model_name_and_dim(db_path):
     embedder = ConceptEmbedder()
-    with MemoryGraph(db_path, embedder=embedder) as graph:
+    with open_graph(db_path, embedder=embedder) as graph:
         for i in range(10):
             graph.remember(f"note {i} about a dog")
         assert graph.stats()["pending_embeddings"] == 10
@@ -42,7 +42,7 @@ def test_pending_memories_are_embedded_in_batches_with_the_model_name_and_dim(db
 
 def test_vectors_are_stored_as_float32_blobs_in_sqlite(sqlite_path):
     embedder = ConceptEmbedder()
-    with MemoryGraph(sqlite_path, embedder=embedder) as graph:
+    with open_graph(sqlite_path, embedder=embedder) as graph:
         memory = graph.remember("A dog in Paris")
         graph.flush()
     conn = sqlite3.connect(sqlite_path)
@@ -52,20 +52,20 @@ def test_vectors_are_stored_as_float32_blobs_in_sqlite(sqlite_path):
 
 
 def test_recall_embeds_pending_memories_first(db_path):
-    with MemoryGraph(db_path, embedder=ConceptEmbedder()) as graph:
+    with open_graph(db_path, embedder=ConceptEmbedder()) as graph:
         pet = graph.remember("The hound sleeps all day")
         assert [r.memory.id for r in graph.recall("puppy")] == [pet.id]
         assert graph.stats()["pending_embeddings"] == 0
 
 
 def test_changing_the_model_re_embeds_instead_of_mixing_spaces(db_path):
-    with MemoryGraph(db_path, embedder=ConceptEmbedder("concepts-v1", 8)) as graph:
+    with open_graph(db_path, embedder=ConceptEmbedder("concepts-v1", 8)) as graph:
         for text in ("A puppy at home", "Coffee at nine", "Trip to France"):
             graph.remember(text)
         graph.flush()
     assert _models(db_path) == [("concepts-v1", 8, 3)]
     replacement = ConceptEmbedder("concepts-v2", 6)
-    with MemoryGraph(db_path, embedder=replacement) as graph:
+    with open_graph(db_path, embedder=replacement) as graph:
         assert graph.stats()["pending_embeddings"] == 3
         results = graph.recall("latte")
         assert [r.memory.content for r in results] == ["Coffee at nine"]
@@ -74,18 +74,18 @@ def test_changing_the_model_re_embeds_instead_of_mixing_spaces(db_path):
 
 
 def test_vectors_of_another_model_are_ignored_until_re_embedded(db_path):
-    with MemoryGraph(db_path, embedder=ConceptEmbedder("concepts-v1", 8)) as graph:
+    with open_graph(db_path, embedder=ConceptEmbedder("concepts-v1", 8)) as graph:
         graph.remember("Drives an automobile")
         graph.flush()
     # Re-embedding deferred entirely: the old model's vectors must not answer in the new space.
-    with MemoryGraph(db_path, embedder=ConceptEmbedder("concepts-v2", 8), embed_per_recall=0) as graph:
+    with open_graph(db_path, embedder=ConceptEmbedder("concepts-v2", 8), embed_per_recall=0) as graph:
         assert graph.recall("vehicle") == []
         graph.embed_pending()
         assert [r.memory.content for r in graph.recall("vehicle")] == ["Drives an automobile"]
 
 
 def test_vectors_embedded_by_another_connection_are_found_at_the_next_recall(db_path):
-    with MemoryGraph(db_path, embedder=ConceptEmbedder()) as reader, MemoryGraph(db_path, embedder=ConceptEmbedder()) as writer:
+    with open_graph(db_path, embedder=ConceptEmbedder()) as reader, open_graph(db_path, embedder=ConceptEmbedder()) as writer:
         first = reader.remember("Our puppy chews shoes")
         assert [r.memory.id for r in reader.recall("canine")] == [first.id]
         second = writer.remember("The neighbour's hound barks at night")
@@ -94,7 +94,7 @@ def test_vectors_embedded_by_another_connection_are_found_at_the_next_recall(db_
 
 
 def test_a_forgotten_memory_is_not_found_through_its_vector(db_path):
-    with MemoryGraph(db_path, embedder=ConceptEmbedder()) as graph:
+    with open_graph(db_path, embedder=ConceptEmbedder()) as graph:
         pet = graph.remember("Our puppy chews shoes")
         assert graph.recall("canine")
         graph.forget(pet.id)
@@ -106,7 +106,7 @@ def test_an_embedder_returning_the_wrong_shape_is_an_error_and_stores_nothing(db
         def embed(self, texts):
             return np.zeros((len(texts), 3), dtype=np.float32)
 
-    with MemoryGraph(db_path, embedder=Broken()) as graph:
+    with open_graph(db_path, embedder=Broken()) as graph:
         graph.remember("anything")
         with pytest.raises(ValueError, match="shape"):
             graph.embed_pending()
@@ -115,7 +115,7 @@ def test_an_embedder_returning_the_wrong_shape_is_an_error_and_stores_nothing(db
 
 def test_the_local_minilm_model_finds_a_paraphrase(db_path):
     embeddings = pytest.importorskip("mnemo.embeddings")
-    with MemoryGraph(db_path, embedder=embeddings.MiniLMEmbedder()) as graph:
+    with open_graph(db_path, embedder=embeddings.MiniLMEmbedder()) as graph:
         pet = graph.remember("We adopted a small dog from the shelter")
         graph.remember("Quarterly taxes are due in April")
         results = graph.recall("new family pet puppy")
@@ -124,7 +124,7 @@ def test_the_local_minilm_model_finds_a_paraphrase(db_path):
 
 
 def test_with_nothing_written_since_the_last_check_a_recall_looks_for_no_pending_memory(db_path, monkeypatch):
-    with MemoryGraph(db_path, embedder=ConceptEmbedder()) as graph:
+    with open_graph(db_path, embedder=ConceptEmbedder()) as graph:
         graph.remember("Our puppy chews shoes")
         graph.flush()  # everything embedded, up to the table's latest memory
 
@@ -137,7 +137,7 @@ def test_with_nothing_written_since_the_last_check_a_recall_looks_for_no_pending
 
 
 def test_a_memory_written_by_another_connection_is_embedded_after_a_quiet_check(db_path):
-    with MemoryGraph(db_path, embedder=ConceptEmbedder()) as reader, MemoryGraph(db_path) as writer:
+    with open_graph(db_path, embedder=ConceptEmbedder()) as reader, open_graph(db_path) as writer:
         reader.remember("Our puppy chews shoes")
         reader.flush()
         assert reader.embed_pending() == 0  # settled

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from mnemo.archive import open_archive
 from mnemo.graph import MemoryType
 from mnemo.graph.extract_rules import Candidate, classify, extract, third_person
 from mnemo.graph.extraction import extract_messages, extracted_from, source_messages
 from mnemo.providers import GraphProvider
+from mnemo.storage import open_archive
 
 TURNS = [
     {"role": "user", "content": "Hi there! I prefer tabs over spaces in every project."},

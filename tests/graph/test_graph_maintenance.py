@@ -9,6 +9,7 @@ from mnemo.errors import InvalidArgument
 from mnemo.graph import MemoryGraph, Relation, Scope
 from mnemo.graph.maintenance import DECAY_PER_DAY, conflict, maintenance_log
 from mnemo.provenance import Origin, Provenance
+from mnemo.storage import open_graph
 
 from ._support import ConceptEmbedder
 
@@ -17,7 +18,7 @@ DAY = 86_400.0
 
 @pytest.fixture
 def vgraph(db_path, clock):
-    with MemoryGraph(db_path, clock=clock, embedder=ConceptEmbedder()) as opened:
+    with open_graph(db_path, clock=clock, embedder=ConceptEmbedder()) as opened:
         yield opened
 
 
@@ -159,7 +160,7 @@ def test_the_link_threshold_is_a_parameter(vgraph):
 
 
 def test_links_never_cross_scopes(db_path, clock):
-    with MemoryGraph(db_path, clock=clock, embedder=ConceptEmbedder()) as graph:
+    with open_graph(db_path, clock=clock, embedder=ConceptEmbedder()) as graph:
         alice, bob = graph.with_scope(Scope(user_id="alice")), graph.with_scope(Scope(user_id="bob"))
         alice.remember("My dog lives in Paris")
         bob.remember("A dog, a puppy and a hound in Paris")
@@ -177,11 +178,11 @@ def test_only_memories_new_since_the_last_pass_are_linked(vgraph):
 
 
 def test_without_an_embedder_nothing_is_linked_until_one_is_set(db_path, clock):
-    with MemoryGraph(db_path, clock=clock) as plain:
+    with open_graph(db_path, clock=clock) as plain:
         plain.remember("My dog lives in Paris")
         plain.remember("A dog, a puppy and a hound in Paris")
         assert plain.maintain().linked == 0
-    with MemoryGraph(db_path, clock=clock, embedder=ConceptEmbedder()) as graph:
+    with open_graph(db_path, clock=clock, embedder=ConceptEmbedder()) as graph:
         assert graph.maintain().linked == 1
 
 
@@ -357,7 +358,7 @@ def test_recall_does_not_follow_the_similarity_links_maintenance_made(vgraph):
 
 def test_a_bounded_pass_never_embeds_and_links_only_what_is_embedded(db_path, clock):
     embedder = ConceptEmbedder()
-    with MemoryGraph(db_path, clock=clock, embedder=embedder) as graph:
+    with open_graph(db_path, clock=clock, embedder=embedder) as graph:
         graph.remember("My dog lives in Paris")
         graph.embed_pending()
         graph.remember("A dog, a puppy and a hound in Paris")

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from mnemo.graph import MemoryGraph
 from mnemo.graph.maintenance import LEASE_SECONDS
+from mnemo.storage import open_graph
 
 DAY = 86_400.0
 T0 = 1_700_000_000.0
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 
 
 def _fill(path: Path, count: int) -> None:
-    with MemoryGraph(path, clock=lambda: T0) as graph:
+    with open_graph(path, clock=lambda: T0) as graph:
         for start in range(0, count, 1_000):
             graph.remember_many({"content": f"fact number {i}", "memory_type": "fact"} for i in range(start, min(count, start + 1_000)))
 
@@ -37,7 +37,7 @@ def _script(path: Path, *, batch: int, pause: float) -> str:
     return textwrap.dedent(
         f"""
         import json, sys, time
-        from mnemo.graph import MemoryGraph
+        from mnemo.storage import open_graph
         from mnemo.graph import maintenance as m
         m.DECAY_BATCH = {batch}
         phase = m._decay_phase
@@ -45,7 +45,7 @@ def _script(path: Path, *, batch: int, pause: float) -> str:
             time.sleep({pause})
             return phase(*args, **kwargs)
         m._decay_phase = slow
-        with MemoryGraph({str(path)!r}) as graph:
+        with open_graph({str(path)!r}) as graph:
             print(json.dumps(graph.maintain(now={NOW}).as_dict()), flush=True)
         """
     )
@@ -99,9 +99,9 @@ def test_a_pass_killed_midway_resumes_where_it_stopped(tmp_path):
     done = sum(1 for value in _importances(path) if value == pytest.approx(EXPECTED))
     assert 0 < done < 2_000
 
-    with MemoryGraph(path, clock=lambda: time.time()) as graph:
+    with open_graph(path, clock=lambda: time.time()) as graph:
         assert graph.maintain(now=NOW).skipped == "busy"  # the dead process's lease has not run out yet
-    with MemoryGraph(path, clock=lambda: time.time() + LEASE_SECONDS + 1) as graph:
+    with open_graph(path, clock=lambda: time.time() + LEASE_SECONDS + 1) as graph:
         report = graph.maintain(now=NOW, due_only=True)  # a pass in progress is due
     assert report.complete and report.decayed == 2_000 - done
     assert _importances(path) == pytest.approx([EXPECTED] * 2_000)

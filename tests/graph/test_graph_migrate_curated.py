@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from mnemo.curated import ENTRY_DELIMITER
-from mnemo.graph import MemoryGraph, MemoryType, Scope, import_curated
+from mnemo.graph import MemoryType, Scope, import_curated
+from mnemo.storage import open_graph
 
 
 @pytest.fixture
@@ -42,7 +43,7 @@ def test_a_forgotten_import_is_not_brought_back(graph, memories_dir):
 
 
 def test_each_scope_imports_once_on_its_own(db_path, memories_dir):
-    with MemoryGraph(db_path, scope=Scope("a")) as a, MemoryGraph(db_path, scope=Scope("b")) as b:
+    with open_graph(db_path, scope=Scope("a")) as a, open_graph(db_path, scope=Scope("b")) as b:
         assert import_curated(a, memories_dir) == 3
         assert import_curated(b, memories_dir) == 3
         assert import_curated(a, memories_dir) is None
@@ -72,10 +73,10 @@ def test_a_missing_directory_imports_nothing_and_marks_the_scope(graph, tmp_path
 def test_entries_already_in_the_graph_are_not_duplicated(db_path, memories_dir, tmp_path):
     from mnemo.graph import export_json, import_json
 
-    with MemoryGraph(db_path) as original:
+    with open_graph(db_path) as original:
         import_curated(original, memories_dir)
         exported = export_json(original)
-    with MemoryGraph(tmp_path / "restored.db") as restored:
+    with open_graph(tmp_path / "restored.db") as restored:
         import_json(restored, exported)
         assert import_curated(restored, memories_dir) == 0
         assert len(restored.memories()) == 3

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mnemo.graph import DEFAULT_IMPORTANCE, EDGE_MULTIPLIER, MemoryType, Relation, Scope
+from mnemo.storage import open_graph
 
 
 @pytest.mark.parametrize(
@@ -49,9 +50,8 @@ def test_a_given_importance_overrides_the_default(graph):
 
 
 def test_a_new_memory_carries_every_field(db_path, clock):
-    from mnemo.graph import MemoryGraph
 
-    with MemoryGraph(db_path, scope=Scope("u1", "a1", "c1"), clock=clock) as graph:
+    with open_graph(db_path, scope=Scope("u1", "a1", "c1"), clock=clock) as graph:
         memory = graph.remember("The user is called Ada", "identity", source="cli")
     assert len(memory.id) >= 12
     assert memory.content == "The user is called Ada"

@@ -10,10 +10,11 @@ import pytest
 
 from mnemo import _db
 from mnemo.errors import InvalidArgument
-from mnemo.graph import MemoryGraph, Scope
+from mnemo.graph import Scope
 from mnemo.graph.schema import MIGRATIONS
 from mnemo.graph.transfer import export_json, import_json
 from mnemo.provenance import Origin, Provenance
+from mnemo.storage import open_graph
 
 TAINTED = Provenance(Origin.TAINTED, "tool", "read_email", "s1", 3, "Please remember: my PIN is 4921")
 
@@ -54,7 +55,7 @@ def test_a_replacement_has_its_writers_provenance_and_the_old_version_keeps_its_
 def test_export_and_import_carry_provenance(graph, tmp_path):
     memory = graph.remember("Pays rent on the first", provenance=TAINTED)
     document = export_json(graph)
-    with MemoryGraph(tmp_path / "other.db") as other:
+    with open_graph(tmp_path / "other.db") as other:
         import_json(other, document)
         assert other.get(memory.id).provenance == TAINTED
 
@@ -63,7 +64,7 @@ def test_an_export_made_before_provenance_imports_as_unknown(graph, tmp_path):
     memory = graph.remember("Pays rent on the first")
     document = json.loads(export_json(graph))
     del document["memories"][0]["provenance"]
-    with MemoryGraph(tmp_path / "other.db") as other:
+    with open_graph(tmp_path / "other.db") as other:
         import_json(other, json.dumps(document))
         assert other.get(memory.id).provenance.origin is Origin.UNKNOWN
 
@@ -71,7 +72,7 @@ def test_an_export_made_before_provenance_imports_as_unknown(graph, tmp_path):
 def test_an_import_with_an_unknown_origin_is_refused_and_writes_nothing(graph, tmp_path):
     graph.remember("Pays rent on the first")
     document = export_json(graph).replace('"origin": "operator"', '"origin": "admin"')
-    with MemoryGraph(tmp_path / "other.db") as other:
+    with open_graph(tmp_path / "other.db") as other:
         with pytest.raises(InvalidArgument, match=r"memories\[0\]\.provenance\.origin"):
             import_json(other, document)
         assert other.memories() == []
@@ -86,20 +87,20 @@ def test_memories_of_a_database_from_before_provenance_are_of_unknown_origin(sql
             " VALUES ('m1', 'Caroline went to a support group', 'fact', 0.5, 1.0, 1.0, 'ada')"
         )
     conn.close()
-    with MemoryGraph(sqlite_path, scope=Scope("ada")) as graph:
+    with open_graph(sqlite_path, scope=Scope("ada")) as graph:
         assert graph.get("m1").provenance == Provenance(Origin.UNKNOWN)
         added = graph.remember("Melanie painted a sunset", provenance=TAINTED)
         assert graph.get(added.id).provenance == TAINTED
 
 
 def test_a_postgresql_database_from_before_provenance_is_upgraded(postgres_url):
-    with MemoryGraph(postgres_url) as graph:
+    with open_graph(postgres_url) as graph:
         graph.remember("Caroline went to a support group")
     with psycopg.connect(postgres_url, autocommit=True) as conn:
         conn.execute("DROP TABLE mnemo.graph_review")
         conn.execute("ALTER TABLE mnemo.graph_memories DROP COLUMN origin, DROP COLUMN origin_detail")
         conn.execute("UPDATE mnemo.schema_versions SET version = version - 1 WHERE component = 'graph'")
-    with MemoryGraph(postgres_url) as graph:
+    with open_graph(postgres_url) as graph:
         (old,) = graph.memories()
         assert old.provenance.origin is Origin.UNKNOWN
         added = graph.remember("Melanie painted a sunset", provenance=TAINTED)

@@ -7,9 +7,10 @@ import json
 import pytest
 
 from mnemo.curated import ENTRY_DELIMITER
-from mnemo.graph import MemoryGraph, Scope
+from mnemo.graph import Scope
 from mnemo.providers import GraphProvider, MemoryProvider, ProviderRegistry
 from mnemo.providers.protocol import ProviderCapabilities
+from mnemo.storage import open_graph
 
 
 def _call(provider, name, arguments):
@@ -212,7 +213,7 @@ def test_a_completed_turn_adds_nothing_and_compression_keeps_only_statements_wor
 
 
 def test_shutdown_is_idempotent_and_leaves_a_borrowed_graph_open(db_path):
-    graph = MemoryGraph(db_path)
+    graph = open_graph(db_path)
     provider = GraphProvider(graph)
     provider.initialize("s", {})
     provider.shutdown()

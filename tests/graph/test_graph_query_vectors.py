@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from mnemo.embeddings.queries import PrefetchedEmbedder, QueryVectors
-from mnemo.graph import MemoryGraph
+from mnemo.storage import open_graph
 from support.forking import in_forked_child
 
 from ._support import ConceptEmbedder
@@ -31,7 +31,7 @@ class _Counting(ConceptEmbedder):
 
 def test_a_repeated_query_is_embedded_once(db_path):
     embedder = _Counting()
-    with MemoryGraph(db_path, embedder=embedder) as graph:
+    with open_graph(db_path, embedder=embedder) as graph:
         pet = graph.remember("Our puppy chews shoes")
         first = graph.recall("canine")
         second = graph.recall("canine")
@@ -93,18 +93,18 @@ def test_a_failing_query_embedding_fails_the_recall(db_path):
         def embed(self, texts):
             raise RuntimeError("embedding service down")
 
-    with MemoryGraph(db_path, embedder=Broken()) as graph, pytest.raises(RuntimeError):
+    with open_graph(db_path, embedder=Broken()) as graph, pytest.raises(RuntimeError):
         graph.recall("canine")
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_a_forked_child_can_recall_with_vectors_after_the_parent_did(db_path):
-    with MemoryGraph(db_path, embedder=ConceptEmbedder()) as graph:
+    with open_graph(db_path, embedder=ConceptEmbedder()) as graph:
         pet = graph.remember("Our puppy chews shoes")
         assert graph.recall("canine")
 
     def child_recalls() -> bool:
-        with MemoryGraph(db_path, embedder=ConceptEmbedder()) as child:
+        with open_graph(db_path, embedder=ConceptEmbedder()) as child:
             return [r.memory.id for r in child.recall("hound")] == [pet.id]
 
     assert in_forked_child(child_recalls)
@@ -114,12 +114,12 @@ def test_a_forked_child_can_recall_with_vectors_after_the_parent_did(db_path):
 def test_a_child_forked_while_the_parent_holds_the_graph_open_uses_connections_of_its_own(db_path):
     # What a pre-forking server does: open the memory, then fork workers. The parent goes on using its
     # graph afterwards, so the child must neither borrow nor close the parent's connections.
-    with MemoryGraph(db_path, embedder=ConceptEmbedder()) as graph:
+    with open_graph(db_path, embedder=ConceptEmbedder()) as graph:
         pet = graph.remember("Our puppy chews shoes")
         assert graph.recall("canine")
 
         def child_recalls_and_remembers() -> bool:
-            with MemoryGraph(db_path, embedder=ConceptEmbedder()) as child:
+            with open_graph(db_path, embedder=ConceptEmbedder()) as child:
                 found = [r.memory.id for r in child.recall("hound")]
                 child.remember("The kitten sleeps all day")
             return found == [pet.id]
@@ -131,7 +131,7 @@ def test_a_child_forked_while_the_parent_holds_the_graph_open_uses_connections_o
 
 def test_recalls_from_several_threads_find_what_one_thread_finds(db_path):
     queries = ["canine", "vehicle", "espresso", "france", "germany", "hound", "sedan", "latte"]
-    with MemoryGraph(db_path, embedder=ConceptEmbedder()) as graph:
+    with open_graph(db_path, embedder=ConceptEmbedder()) as graph:
         for text in ("Our puppy chews shoes", "Drives an automobile", "Espresso after lunch",
                      "Paris in spring", "Berlin in winter"):  # fmt: skip
             graph.remember(text)

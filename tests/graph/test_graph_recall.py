@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from mnemo.graph import MemoryGraph
 from mnemo.graph.recall import match_expression, score
+from mnemo.storage import open_graph
 
 from ._support import ConceptEmbedder
 
@@ -103,7 +103,7 @@ def test_hostile_or_empty_queries_return_results_or_nothing_never_an_error(graph
 
 
 def test_the_vector_channel_finds_a_memory_that_shares_no_words(db_path, clock):
-    with MemoryGraph(db_path, clock=clock, embedder=ConceptEmbedder()) as graph:
+    with open_graph(db_path, clock=clock, embedder=ConceptEmbedder()) as graph:
         pet = graph.remember("We adopted a puppy last spring")
         graph.remember("The sedan needs new tyres")
         results = graph.recall("canine")

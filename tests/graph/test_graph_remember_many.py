@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from mnemo.errors import InvalidArgument
-from mnemo.graph import BlockedContent, MemoryGraph, MemoryNotFound, MemoryType, Relation
+from mnemo.graph import BlockedContent, MemoryNotFound, MemoryType, Relation
+from mnemo.storage import open_graph
 
 from ._support import ConceptEmbedder, count_rows
 
@@ -28,7 +29,7 @@ def test_every_item_is_stored_and_returned_as_get_reads_it(graph):
 
 def test_batch_memories_are_full_text_searchable_at_once_and_embedded_later(db_path):
     embedder = ConceptEmbedder()
-    with MemoryGraph(db_path, embedder=embedder) as graph:
+    with open_graph(db_path, embedder=embedder) as graph:
         (tea,) = graph.remember_many([{"content": "Prefers green tea"}])
         assert embedder.calls == []
         assert count_rows(graph, "graph_vectors") == 0

@@ -8,10 +8,11 @@ import sqlite3
 
 import pytest
 
+from mnemo.backends.postgres import graph_schema as postgres_graph_schema
 from mnemo.errors import InvalidArgument
-from mnemo.graph import MemoryGraph, MemoryNotFound, Relation, Scope
+from mnemo.graph import MemoryNotFound, Relation, Scope
 from mnemo.graph.schema import MIGRATIONS
-from mnemo.postgres import graph_schema as postgres_graph_schema
+from mnemo.storage import open_graph
 
 from ._support import count_rows
 
@@ -81,7 +82,7 @@ def test_forget_is_idempotent(graph, clock):
 def test_purge_really_deletes_the_row_its_edges_vectors_and_index_entries(db_path, clock):
     from ._support import ConceptEmbedder
 
-    with MemoryGraph(db_path, clock=clock, embedder=ConceptEmbedder()) as graph:
+    with open_graph(db_path, clock=clock, embedder=ConceptEmbedder()) as graph:
         keep = graph.remember("The dog is called Rex")
         gone = graph.remember("Secret puppy nickname zanzibar", relations=[(keep.id, "related_to")])
         graph.embed_pending()
@@ -127,12 +128,12 @@ def test_remember_can_link_to_existing_memories(graph):
 
 def test_a_memory_is_full_text_searchable_from_another_process_connection_at_once(db_path, graph):
     memory = graph.remember("Quarterly report uses the Zephyr template")
-    with MemoryGraph(db_path) as other:
+    with open_graph(db_path) as other:
         assert [r.memory.id for r in other.recall("zephyr template")] == [memory.id]
 
 
 def test_the_fts_index_matches_the_table_after_writes_and_purges(sqlite_path):
-    with MemoryGraph(sqlite_path) as graph:
+    with open_graph(sqlite_path) as graph:
         ids = [graph.remember(f"note number {i} about topic{i % 3}").id for i in range(12)]
         graph.purge(ids[:4])
         graph.forget(ids[5])
@@ -143,7 +144,7 @@ def test_the_fts_index_matches_the_table_after_writes_and_purges(sqlite_path):
 
 
 def test_scopes_never_see_each_others_memories(db_path):
-    with MemoryGraph(db_path, scope=Scope(user_id="alice")) as alice, MemoryGraph(db_path, scope=Scope(user_id="bob")) as bob:
+    with open_graph(db_path, scope=Scope(user_id="alice")) as alice, open_graph(db_path, scope=Scope(user_id="bob")) as bob:
         secret = alice.remember("Alice's bank is Northwind")
         bob.remember("Bob banks with Contoso")
         assert [r.memory.content for r in bob.recall("bank")] == ["Bob banks with Contoso"]
@@ -159,23 +160,23 @@ def test_scopes_never_see_each_others_memories(db_path):
 
 
 def test_agent_and_channel_ids_are_part_of_the_scope(db_path):
-    with MemoryGraph(db_path, scope=Scope("u", "agent-1", "slack")) as one, MemoryGraph(db_path, scope=Scope("u", "agent-1", "email")) as two:
+    with open_graph(db_path, scope=Scope("u", "agent-1", "slack")) as one, open_graph(db_path, scope=Scope("u", "agent-1", "email")) as two:
         one.remember("Deploy freeze on Fridays")
         assert two.recall("deploy freeze") == []
 
 
 def test_opening_the_graph_again_does_not_migrate_again(db_path):
-    MemoryGraph(db_path).close()
-    with MemoryGraph(db_path) as graph:
+    open_graph(db_path).close()
+    with open_graph(db_path) as graph:
         graph.remember("still here")
-    with MemoryGraph(db_path) as graph:
+    with open_graph(db_path) as graph:
         assert [m.content for m in graph.memories()] == ["still here"]
         version = graph._conn.execute("SELECT version FROM schema_versions WHERE component = 'graph'").fetchone()[0]
     assert version == len(postgres_graph_schema.MIGRATIONS if isinstance(db_path, str) else MIGRATIONS)
 
 
 def test_the_graph_shares_the_database_with_prefixed_tables(sqlite_path):
-    MemoryGraph(sqlite_path).close()
+    open_graph(sqlite_path).close()
     conn = sqlite3.connect(sqlite_path)
     names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'trigger', 'index') AND sql IS NOT NULL")]
     conn.close()
@@ -183,13 +184,13 @@ def test_the_graph_shares_the_database_with_prefixed_tables(sqlite_path):
 
 
 def _remember_many(db_path: str, worker: int, count: int) -> None:
-    with MemoryGraph(db_path) as graph:
+    with open_graph(db_path) as graph:
         for i in range(count):
             graph.remember(f"worker {worker} memory {i}")
 
 
 def test_concurrent_processes_lose_no_memories(db_path):
-    MemoryGraph(db_path).close()
+    open_graph(db_path).close()
     # fork: the workers need no fresh interpreter, and spawning four costs seconds of imports.
     context = multiprocessing.get_context("fork")
     workers = [context.Process(target=_remember_many, args=(str(db_path), w, 200)) for w in range(4)]
@@ -198,6 +199,6 @@ def test_concurrent_processes_lose_no_memories(db_path):
     for process in workers:
         process.join(120)
         assert process.exitcode == 0
-    with MemoryGraph(db_path) as graph:
+    with open_graph(db_path) as graph:
         contents = {m.content for m in graph.memories()}
     assert contents == {f"worker {w} memory {i}" for w in range(4) for i in range(200)}

@@ -13,6 +13,7 @@ from mnemo.graph import MemoryGraph, Scope, export_json, import_json
 from mnemo.graph.recall import named_subjects
 from mnemo.graph.schema import MIGRATIONS
 from mnemo.graph.store import MAX_SUBJECT_CHARS
+from mnemo.storage import open_graph
 
 from ._support import count_rows
 
@@ -132,20 +133,20 @@ def v1_database(sqlite_path):
 
 
 def test_opening_a_v1_database_gives_every_memory_an_empty_subject(v1_database):
-    with MemoryGraph(v1_database, scope=Scope("ada")) as graph:
+    with open_graph(v1_database, scope=Scope("ada")) as graph:
         assert [m.subject for m in graph.memories(all_scopes=True)] == [""] * 5
         version = graph._conn.execute("SELECT version FROM schema_versions WHERE component = 'graph'").fetchone()[0]
         assert version == len(MIGRATIONS)
 
 
 def test_opening_a_v1_database_backfills_the_tallies_with_per_source_counts(v1_database):
-    with MemoryGraph(v1_database, scope=Scope("ada")) as graph:
+    with open_graph(v1_database, scope=Scope("ada")) as graph:
         assert _tallies(graph) == {("source", "session-1"): 2, ("source", "session-2"): 1}
         assert _tallies(graph, Scope("bob")) == {("source", "session-1"): 1}
 
 
 def test_tallies_of_a_migrated_database_keep_following_writes(v1_database):
-    with MemoryGraph(v1_database, scope=Scope("ada")) as graph:
+    with open_graph(v1_database, scope=Scope("ada")) as graph:
         graph.remember("Caroline found a new counsellor", source="session-2", subject="Caroline")
         assert _tallies(graph) == {("source", "session-1"): 2, ("source", "session-2"): 2, ("subject", "Caroline"): 1}
 

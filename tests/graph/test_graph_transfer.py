@@ -7,7 +7,8 @@ import json
 import pytest
 
 from mnemo.errors import InvalidArgument
-from mnemo.graph import ImportConflict, MemoryGraph, Scope, export_json, export_markdown, import_json
+from mnemo.graph import ImportConflict, Scope, export_json, export_markdown, import_json
+from mnemo.storage import open_graph
 
 from ._support import count_rows
 
@@ -15,7 +16,7 @@ from ._support import count_rows
 @pytest.fixture
 def rich_graph(db_path, clock):
     """A graph exercising every field: types, scopes, supersession, forgetting, access stats, weights."""
-    graph = MemoryGraph(db_path, scope=Scope("ada", "bot", "cli"), clock=clock)
+    graph = open_graph(db_path, scope=Scope("ada", "bot", "cli"), clock=clock)
     name = graph.remember("The user's name is Ada", "identity", source="curated:user")
     clock.advance(100)
     city = graph.remember("Ada lives in Paris", importance=0.65)
@@ -41,7 +42,7 @@ def _without_time(document: str) -> dict:
 
 def test_json_export_imports_back_losslessly(rich_graph, tmp_path):
     exported = export_json(rich_graph)
-    with MemoryGraph(tmp_path / "copy.db", scope=rich_graph.scope) as copy:
+    with open_graph(tmp_path / "copy.db", scope=rich_graph.scope) as copy:
         counts = import_json(copy, exported)
         assert counts.memories_added == 5 and counts.associations == 3
         assert _without_time(export_json(copy)) == _without_time(exported)
@@ -68,7 +69,7 @@ def test_maintenance_state_round_trips_pin_base_importance_decay_time_and_link_o
     graph.relate(kept.id, faded.id, "related_to", 0.5)
     graph._conn.execute("UPDATE graph_associations SET origin = 'maintenance'")  # as a pass's own link
     exported = export_json(graph)
-    with MemoryGraph(tmp_path / "copy.db", clock=clock) as copy:
+    with open_graph(tmp_path / "copy.db", clock=clock) as copy:
         import_json(copy, exported)
         pinned, decayed = copy.get(kept.id), copy.get(faded.id)
         assert pinned.pinned and pinned.importance == 0.8
@@ -85,7 +86,7 @@ def test_an_export_from_before_maintenance_imports_with_its_defaults(graph, tmp_
     for record in data["memories"]:
         for key in ("pinned", "base_importance", "decayed_at"):
             del record[key]
-    with MemoryGraph(tmp_path / "copy.db") as copy:
+    with open_graph(tmp_path / "copy.db") as copy:
         import_json(copy, data)
         (memory,) = copy.memories()
         assert not memory.pinned and memory.base_importance is None and memory.decayed_at is None
@@ -93,7 +94,7 @@ def test_an_export_from_before_maintenance_imports_with_its_defaults(graph, tmp_
 
 def test_importing_the_same_export_twice_changes_nothing(rich_graph, tmp_path):
     exported = export_json(rich_graph)
-    with MemoryGraph(tmp_path / "copy.db", scope=rich_graph.scope) as copy:
+    with open_graph(tmp_path / "copy.db", scope=rich_graph.scope) as copy:
         import_json(copy, exported)
         before = export_json(copy)
         again = import_json(copy, exported)
@@ -109,7 +110,7 @@ def test_importing_into_the_source_database_is_a_no_op(rich_graph):
 
 def test_an_import_restores_a_forgotten_flag_and_access_statistics(rich_graph, tmp_path):
     exported = json.loads(export_json(rich_graph))
-    with MemoryGraph(tmp_path / "copy.db", scope=rich_graph.scope) as copy:
+    with open_graph(tmp_path / "copy.db", scope=rich_graph.scope) as copy:
         import_json(copy, exported)
         for record in exported["memories"]:
             memory = copy.get(record["id"])
@@ -119,7 +120,7 @@ def test_an_import_restores_a_forgotten_flag_and_access_statistics(rich_graph, t
 
 def test_an_all_scopes_export_keeps_every_scope_apart(rich_graph, tmp_path):
     exported = export_json(rich_graph, all_scopes=True)
-    with MemoryGraph(tmp_path / "copy.db", scope=Scope("bob")) as bob:
+    with open_graph(tmp_path / "copy.db", scope=Scope("bob")) as bob:
         import_json(bob, exported)
         assert [m.content for m in bob.memories()] == ["Bob's memory stays in Bob's scope"]
 
@@ -151,7 +152,7 @@ def test_an_import_that_would_overwrite_a_different_memory_is_refused_whole(rich
 def test_a_malformed_import_names_the_field_and_writes_nothing(rich_graph, tmp_path, mutate, field):
     data = json.loads(export_json(rich_graph))
     mutate(data)
-    with MemoryGraph(tmp_path / "copy.db") as copy:
+    with open_graph(tmp_path / "copy.db") as copy:
         with pytest.raises(InvalidArgument) as caught:
             import_json(copy, data)
         assert caught.value.field == field
@@ -197,7 +198,7 @@ def test_json_export_and_import_round_trip_the_subject(graph, tmp_path):
     memory = graph.remember("Went to a support group", subject="Caroline")
     exported = export_json(graph)
     assert json.loads(exported)["memories"][0]["subject"] == "Caroline"
-    with MemoryGraph(tmp_path / "copy.db") as copy:
+    with open_graph(tmp_path / "copy.db") as copy:
         import_json(copy, exported)
         assert copy.get(memory.id).subject == "Caroline"
 
@@ -206,7 +207,7 @@ def test_an_older_export_without_subjects_imports_with_empty_ones(graph, tmp_pat
     memory = graph.remember("Painted a sunset", subject="Melanie")
     data = json.loads(export_json(graph))
     del data["memories"][0]["subject"]
-    with MemoryGraph(tmp_path / "copy.db") as copy:
+    with open_graph(tmp_path / "copy.db") as copy:
         import_json(copy, data)
         assert copy.get(memory.id).subject == ""
 
@@ -220,7 +221,7 @@ def test_an_import_with_a_bad_subject_names_the_record_and_writes_nothing(graph,
     graph.remember("Painted a sunset", subject="Melanie")
     data = json.loads(export_json(graph))
     data["memories"][1]["subject"] = subject
-    with MemoryGraph(tmp_path / "copy.db") as copy:
+    with open_graph(tmp_path / "copy.db") as copy:
         with pytest.raises(InvalidArgument, match=problem) as caught:
             import_json(copy, data)
         assert caught.value.field == "memories[1].subject"

@@ -8,6 +8,7 @@ from mnemo import _db
 from mnemo.embeddings.queries import QueryVectors
 from mnemo.graph import MemoryGraph, Scope
 from mnemo.graph.vectors import VectorCache
+from mnemo.storage import open_graph
 
 from ._support import ConceptEmbedder
 
@@ -25,7 +26,7 @@ def _vector_hits(graph: MemoryGraph, query: str) -> set[str]:
 
 def test_a_new_vector_is_found_after_another_scopes_newer_vectors_were_skipped(db_path):
     alice = Scope(user_id="alice")
-    with MemoryGraph(db_path, scope=alice, embedder=ConceptEmbedder()) as graph:
+    with open_graph(db_path, scope=alice, embedder=ConceptEmbedder()) as graph:
         first = graph.remember("Our puppy chews shoes")
         bob = graph.with_scope(Scope(user_id="bob"))
         bob.remember("Bob's hound sleeps all day")
@@ -39,8 +40,8 @@ def test_a_new_vector_is_found_after_another_scopes_newer_vectors_were_skipped(d
 def test_another_process_vectors_for_this_scope_appear_after_its_other_scope_writes(db_path):
     alice, bob = Scope(user_id="alice"), Scope(user_id="bob")
     with (
-        MemoryGraph(db_path, scope=alice, embedder=ConceptEmbedder()) as reader,
-        MemoryGraph(db_path, scope=alice, embedder=ConceptEmbedder()) as writer,
+        open_graph(db_path, scope=alice, embedder=ConceptEmbedder()) as reader,
+        open_graph(db_path, scope=alice, embedder=ConceptEmbedder()) as writer,
     ):
         reader.remember("Our puppy chews shoes")
         assert reader.recall("canine")
@@ -61,7 +62,7 @@ def _prefetched(cache: VectorCache, conn, embedder: ConceptEmbedder, text: str, 
 
 def test_a_prefetched_search_returns_what_a_direct_search_finds(db_path):
     embedder = ConceptEmbedder()
-    with MemoryGraph(db_path, embedder=embedder) as graph:
+    with open_graph(db_path, embedder=embedder) as graph:
         graph.remember("Our puppy chews shoes")
         graph.remember("The hound next door howls")
         graph.remember("Espresso after lunch")
@@ -77,7 +78,7 @@ def test_a_prefetched_search_returns_what_a_direct_search_finds(db_path):
 
 def test_a_prefetched_search_is_not_used_once_new_vectors_arrived(db_path):
     embedder = ConceptEmbedder()
-    with MemoryGraph(db_path, embedder=embedder) as graph:
+    with open_graph(db_path, embedder=embedder) as graph:
         first = graph.remember("Our puppy chews shoes")
         graph.flush()
         conn = _db.connect(db_path)
@@ -93,7 +94,7 @@ def test_a_prefetched_search_is_not_used_once_new_vectors_arrived(db_path):
 
 def test_a_prefetched_search_for_another_probe_is_not_used(db_path):
     embedder = ConceptEmbedder()
-    with MemoryGraph(db_path, embedder=embedder) as graph:
+    with open_graph(db_path, embedder=embedder) as graph:
         pet = graph.remember("Our puppy chews shoes")
         car = graph.remember("Drives an automobile")
         graph.flush()

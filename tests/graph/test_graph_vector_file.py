@@ -27,6 +27,7 @@ from mnemo.embeddings.vector_file import (
 )
 from mnemo.graph import MemoryGraph, Scope, store
 from mnemo.graph.engine import SqliteEngine
+from mnemo.storage import open_graph
 
 from ._support import Clock, ConceptEmbedder
 
@@ -57,14 +58,14 @@ def _fresh(db_path: Path) -> list[list[tuple[str, float]]]:
     """What a process that reads every vector from SQLite answers (a borrowed connection keeps no file)."""
     conn = _db.connect(db_path)
     try:
-        with MemoryGraph(conn, embedder=ConceptEmbedder(), clock=Clock()) as graph:
+        with open_graph(conn, embedder=ConceptEmbedder(), clock=Clock()) as graph:
             return _answers(graph)
     finally:
         conn.close()
 
 
 def _open(db_path: Path) -> MemoryGraph:
-    return MemoryGraph(db_path, embedder=ConceptEmbedder(), clock=Clock())
+    return open_graph(db_path, embedder=ConceptEmbedder(), clock=Clock())
 
 
 def _the_file(db_path: Path) -> Path:
@@ -95,7 +96,7 @@ def test_a_new_process_answers_from_the_file_as_a_fresh_build_does(filled):
 def test_a_graph_on_a_borrowed_connection_writes_no_file(db_path):
     conn = _db.connect(db_path)
     try:
-        with MemoryGraph(conn, embedder=ConceptEmbedder()) as graph:
+        with open_graph(conn, embedder=ConceptEmbedder()) as graph:
             _fill(graph, 5)
             assert graph.recall("dog")
     finally:
@@ -180,14 +181,14 @@ def test_a_torn_header_falls_back_to_the_previous_generation(filled):
 
 _KILLED_MID_APPEND = """
 import os, sys, time
-from mnemo.graph import MemoryGraph
+from mnemo.storage import open_graph
 from graph._support import Clock, ConceptEmbedder
 
 def stall(fd):
     print("rows written", flush=True)
     time.sleep(60)
 
-with MemoryGraph(sys.argv[1], embedder=ConceptEmbedder(), clock=Clock()) as graph:
+with open_graph(sys.argv[1], embedder=ConceptEmbedder(), clock=Clock()) as graph:
     graph.remember_many({"content": f"late {i}: a puppy drives a sedan to berlin"} for i in range(25))
     graph.flush()
     os.fsync = stall  # the vector file's append writes its rows, then stalls before committing them
@@ -247,7 +248,7 @@ def test_each_scope_and_model_has_its_own_file(db_path):
         _fill(bob, 3)
         graph.recall("dog")
         bob.recall("dog")
-    with MemoryGraph(db_path, embedder=ConceptEmbedder("concepts-v2", 8)) as graph:
+    with open_graph(db_path, embedder=ConceptEmbedder("concepts-v2", 8)) as graph:
         graph.recall("dog")
     assert sorted(vector_file_status(p).rows for p in vector_files(db_path)) == [3, 5, 5]
 
@@ -263,10 +264,10 @@ def test_status_reports_missing_and_damaged_files(filled, tmp_path):
 
 _WRITER = """
 import sys
-from mnemo.graph import MemoryGraph
+from mnemo.storage import open_graph
 from graph._support import Clock, ConceptEmbedder
 
-with MemoryGraph(sys.argv[1], embedder=ConceptEmbedder(), clock=Clock()) as graph:
+with open_graph(sys.argv[1], embedder=ConceptEmbedder(), clock=Clock()) as graph:
     for round_ in range(15):
         graph.remember_many(
             {"content": f"{sys.argv[2]} {round_}.{i}: dog car coffee paris berlin"[: 20 + (i * 7) % 30]}
@@ -278,12 +279,12 @@ with MemoryGraph(sys.argv[1], embedder=ConceptEmbedder(), clock=Clock()) as grap
 _RECALLER = """
 import sys, numpy as np
 from mnemo import _db
-from mnemo.graph import MemoryGraph
+from mnemo.storage import open_graph
 from graph._support import ConceptEmbedder
 
 embedder = ConceptEmbedder()
 checked = 0
-with MemoryGraph(sys.argv[1], embedder=embedder) as graph:
+with open_graph(sys.argv[1], embedder=embedder) as graph:
     truth = _db.connect(sys.argv[1])
     for round_ in range(40):
         for query in ("canine", "sedan", "latte", "france", "germany"):
@@ -322,7 +323,7 @@ def test_two_writers_and_a_reader_never_see_a_vector_of_the_wrong_memory(filled)
 def test_a_new_process_embeds_the_newest_memories_at_once_and_the_backlog_once_it_knows_its_cursor(
     db_path, monkeypatch
 ):
-    with MemoryGraph(db_path, clock=Clock()) as plain:  # no embedder: nothing is embedded
+    with open_graph(db_path, clock=Clock()) as plain:  # no embedder: nothing is embedded
         old = plain.remember("An old note about a hound")
         plain.remember_many({"content": f"filler {i}"} for i in range(5))
         new = plain.remember("A new note about a puppy")

@@ -21,8 +21,8 @@ from langgraph.store.base import GetOp, InvalidNamespaceError, ListNamespacesOp,
 from mnemo import AgentMemory  # noqa: E402
 from mnemo.embeddings import named_embedder  # noqa: E402
 from mnemo.errors import InvalidArgument  # noqa: E402
-from mnemo.graph import MemoryGraph  # noqa: E402
 from mnemo.integrations.langgraph import AsyncMnemoStore, MnemoStore, namespace_scope  # noqa: E402
+from mnemo.storage import open_graph  # noqa: E402
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -385,5 +385,5 @@ def test_flush_embeds_every_namespaces_values(tmp_path: Path) -> None:
             named_embedder("minilm", cache_dir=store.settings.cache_directory),
         )
     for namespace in (("alice", "notes"), ("bob",)):
-        with MemoryGraph(database, scope=namespace_scope(namespace), embedder=embedder) as graph:
+        with open_graph(database, scope=namespace_scope(namespace), embedder=embedder) as graph:
             assert graph.embed_pending() == 0

@@ -7,8 +7,8 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from mnemo.archive import open_archive
 from mnemo.scope import Scope
+from mnemo.storage import open_archive
 
 _COPIED = "user_id, agent_id, channel_id, source"
 

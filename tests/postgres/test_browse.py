@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from mnemo.graph.browse import MemoryFilter, disputed_among, maintenance_state, page, subjects
-from mnemo.graph.store import MemoryGraph
 from mnemo.scope import Scope
+from mnemo.storage import open_graph
 
 
 def test_pages_filters_and_states_on_postgres(postgres_url):
-    with MemoryGraph(postgres_url, scope=Scope("ada")) as graph:
+    with open_graph(postgres_url, scope=Scope("ada")) as graph:
         old = graph.remember("the office is on floor three", "fact", subject="ada")
         graph.replace(old.id, "the office is on floor five")
         vim = graph.remember("ada writes in vim", "preference")

@@ -13,9 +13,9 @@ import psycopg
 import pytest
 
 from mnemo._db import DatabaseError
-from mnemo.archive import open_archive
+from mnemo.backends.postgres.connection import PostgresDatabase, is_url, redact
 from mnemo.config import load_settings
-from mnemo.postgres.connection import PostgresDatabase, is_url, redact
+from mnemo.storage import open_archive, open_graph
 from support.forking import in_forked_child
 
 
@@ -161,7 +161,6 @@ def test_database_url_comes_from_the_environment_and_is_checked(tmp_path: Path):
 _WRITER = """
 import sys
 from mnemo._db import DatabaseError
-from mnemo.archive import open_archive
 url, log = sys.argv[1], open(sys.argv[2], "a", buffering=1)
 with open_archive(url) as archive:
     archive.start_session("crash", exist_ok=True)
@@ -203,9 +202,9 @@ def test_a_server_crash_mid_write_loses_nothing_acknowledged(postgres_server, po
 _GRAPH_WRITER = """
 import sys
 from mnemo._db import DatabaseError
-from mnemo.graph import MemoryGraph
+from mnemo.storage import open_graph
 url, log = sys.argv[1], open(sys.argv[2], "a", buffering=1)
-with MemoryGraph(url) as graph:
+with open_graph(url) as graph:
     for n in range(300):
         try:
             graph.remember_many([{"content": f"note {n} part {p}", "source": f"batch{n}"} for p in range(3)])
@@ -217,13 +216,12 @@ with MemoryGraph(url) as graph:
 
 
 def test_a_server_crash_mid_write_loses_no_acknowledged_memory(postgres_server, postgres_url, tmp_path: Path):
-    from mnemo.graph import MemoryGraph
 
-    MemoryGraph(postgres_url).close()
+    open_graph(postgres_url).close()
     log = tmp_path / "acknowledged.log"
     acknowledged = _crash_while_writing(postgres_server, postgres_url, _GRAPH_WRITER, log, after=30)
     assert len(acknowledged) >= 290  # the graph reconnected and went on writing
-    with MemoryGraph(postgres_url) as graph:
+    with open_graph(postgres_url) as graph:
         by_batch: dict[str, int] = {}
         for memory in graph.memories():
             by_batch[memory.source] = by_batch.get(memory.source, 0) + 1

@@ -11,21 +11,22 @@ from pathlib import Path
 
 import pytest
 
-from mnemo import AgentMemory, MemoryStore
+from mnemo import AgentMemory
 from mnemo.cli import main
 from mnemo.config import load_settings
 from mnemo.curated.ops import Add
 from mnemo.errors import ConfigError
+from mnemo.storage import open_curated
 
 _HOST = """
 import sys, time
 from pathlib import Path
-from mnemo import MemoryStore
+from mnemo.storage import open_curated
 from mnemo.config import load_settings
 from mnemo.errors import ConfigError
 from mnemo.curated.ops import Add
 home, name, go = sys.argv[1], sys.argv[2], Path(sys.argv[3])
-store = MemoryStore.from_settings(load_settings(home))
+store = open_curated(load_settings(home))
 store.load()
 while not go.exists():
     time.sleep(0.005)
@@ -46,12 +47,12 @@ def _home(root: Path, name: str, url: str, **settings: str) -> Path:
 
 def test_hosts_adding_at_once_lose_no_entry(postgres_url, tmp_path: Path):
     homes = [_home(tmp_path, f"host-{n}", postgres_url) for n in range(4)]
-    MemoryStore.from_settings(load_settings(homes[0])).close()  # the tables exist before the race
+    open_curated(load_settings(homes[0])).close()  # the tables exist before the race
     go = tmp_path / "go"
     hosts = [subprocess.Popen([sys.executable, "-c", _HOST, str(h), h.name, str(go)], env=dict(os.environ)) for h in homes]
     go.touch()
     assert [h.wait(timeout=120) for h in hosts] == [0] * len(hosts)
-    store = MemoryStore.from_settings(load_settings(homes[0]))
+    store = open_curated(load_settings(homes[0]))
     store.load()
     assert sorted(store.entries("memory")) == sorted(f"host-{h} learned fact {n}" for h in range(4) for n in range(5))
     assert len(store.history.records("memory")) == 20
@@ -70,8 +71,8 @@ def test_an_agent_on_another_host_starts_from_the_shared_snapshot(postgres_url, 
 
 
 def test_per_user_pairs_never_meet(postgres_url, tmp_path: Path):
-    ana = MemoryStore.from_settings(load_settings(_home(tmp_path, "a", postgres_url, user_id="ana"), curated_per_user=True))
-    ben = MemoryStore.from_settings(load_settings(_home(tmp_path, "b", postgres_url, user_id="ben"), curated_per_user=True))
+    ana = open_curated(load_settings(_home(tmp_path, "a", postgres_url, user_id="ana"), curated_per_user=True))
+    ben = open_curated(load_settings(_home(tmp_path, "b", postgres_url, user_id="ben"), curated_per_user=True))
     for store in (ana, ben):
         store.load()
     ana.apply("user", Add("Ana's allergy: peanuts"))
@@ -95,7 +96,7 @@ def test_migrate_copies_the_curated_files_and_history_once(postgres_url, tmp_pat
     assert json.loads(capsys.readouterr().out)["curated_documents"] == 2
     assert main(["--home", str(home), "migrate", "--to", postgres_url, "--curated", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["curated_documents"] == 0  # already there: left as is
-    store = MemoryStore.from_settings(load_settings(home, database_url=postgres_url, curated_backend="postgres"))
+    store = open_curated(load_settings(home, database_url=postgres_url, curated_backend="postgres"))
     store.load()
     assert store.entries("memory") == ("Deploys go through ArgoCD",) and store.entries("user") == ("Name is Ada",)
     assert [r.added for r in store.history.records()] == [("Deploys go through ArgoCD",), ("Name is Ada",)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import psycopg
 
-from mnemo.graph import MemoryGraph
+from mnemo.storage import open_graph
 
 
 def _tallies(url: str) -> dict[tuple[str, str], int]:
@@ -16,7 +16,7 @@ def _tallies(url: str) -> dict[tuple[str, str], int]:
 
 def _fill(url: str) -> str:
     """Two memories of one source about one subject; returns the id of the first."""
-    with MemoryGraph(url) as graph:
+    with open_graph(url) as graph:
         first = graph.remember("Ana moved to Lisbon", source="chat-1", subject="Ana")
         graph.remember("Ana adopted a greyhound", source="chat-1", subject="Ana")
     return first.id
@@ -44,7 +44,7 @@ def test_an_upgrade_replaces_an_earlier_release_tally_trigger(postgres_url):
             " AS $$ BEGIN RAISE EXCEPTION 'the earlier release''s trigger ran'; END $$"
         )
         conn.execute("UPDATE mnemo.schema_versions SET version = 2 WHERE component = 'graph'")
-    with MemoryGraph(postgres_url) as graph:
+    with open_graph(postgres_url) as graph:
         graph.remember("Ana plays the cello", source="chat-2", subject="Ana")
         graph.purge([first])
     assert _tallies(postgres_url) == {("source", "chat-1"): 1, ("source", "chat-2"): 1, ("subject", "Ana"): 2}

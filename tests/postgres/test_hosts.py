@@ -8,17 +8,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mnemo.archive import SessionArchive, open_archive
 from mnemo.scope import Scope
+from mnemo.storage import open_archive, open_graph, open_home_archive
 
 _HOST = """
 import sys, time
 from pathlib import Path
-from mnemo.archive import SessionArchive
+from mnemo.storage import open_home_archive
 home, user, go = sys.argv[1], sys.argv[2], Path(sys.argv[3])
 while not go.exists():
     time.sleep(0.005)
-with SessionArchive.open(home) as archive:
+with open_home_archive(home) as archive:
     for n in range(20):
         sid = archive.start_session(f"{user}-{n}")
         archive.append_many(sid, [{"role": "user", "content": f"{user} private note {n} about the zebra project"},
@@ -50,7 +50,7 @@ def test_hosts_writing_at_once_lose_nothing_and_see_only_their_user(postgres_url
 
 def test_the_home_archive_follows_the_database_url_setting(postgres_url, tmp_path: Path):
     (tmp_path / "config.toml").write_text(f'database_url = "{postgres_url}"\nuser_id = "dana"\n')
-    with SessionArchive.open(tmp_path) as archive:
+    with open_home_archive(tmp_path) as archive:
         assert archive.location.startswith("postgresql://")
         assert archive.scope == Scope("dana")
     assert not (tmp_path / "mnemo.db").exists()
@@ -96,12 +96,12 @@ _GRAPH_HOST = """
 import sys, time
 from pathlib import Path
 from mnemo.config import load_settings
-from mnemo.graph import MemoryGraph
+from mnemo.storage import open_graph
 home, user, go = sys.argv[1], sys.argv[2], Path(sys.argv[3])
 settings = load_settings(home)
 while not go.exists():
     time.sleep(0.005)
-with MemoryGraph(settings.database_target, scope=settings.scope) as graph:
+with open_graph(settings.database_target, scope=settings.scope) as graph:
     for n in range(25):
         graph.remember(f"{user} keeps secret number {n} for the heron project", source=f"{user}-chat")
         found = graph.recall("heron project secret", limit=50, touch=n % 2 == 0)
@@ -110,10 +110,9 @@ with MemoryGraph(settings.database_target, scope=settings.scope) as graph:
 
 
 def test_hosts_sharing_one_graph_lose_no_memory_and_recall_only_their_users(postgres_url, tmp_path: Path):
-    from mnemo.graph import MemoryGraph
 
     users = ["ana", "ana", "ben", "chen"]  # two hosts of one user write the same scope at once
-    MemoryGraph(postgres_url).close()
+    open_graph(postgres_url).close()
     go = tmp_path / "go"
     hosts = []
     for index, user in enumerate(users):
@@ -124,7 +123,7 @@ def test_hosts_sharing_one_graph_lose_no_memory_and_recall_only_their_users(post
     go.touch()
     assert [h.wait(timeout=180) for h in hosts] == [0] * len(users)
     for user in set(users):
-        with MemoryGraph(postgres_url, scope=Scope(user)) as graph:
+        with open_graph(postgres_url, scope=Scope(user)) as graph:
             memories = graph.memories()
             assert len(memories) == 25 * users.count(user)
             assert {m.content.split()[0] for m in memories} == {user}
@@ -136,12 +135,11 @@ def test_an_agent_with_a_database_url_keeps_its_graph_in_postgresql(postgres_url
     import json
 
     from mnemo import AgentMemory
-    from mnemo.graph import MemoryGraph
 
     with AgentMemory.open("first", tmp_path, database_url=postgres_url) as memory:
         stored = json.loads(memory.handle_tool_call("remember", {"content": "The staging cluster runs on Hetzner"}))
     assert stored["success"] is True, stored
-    with MemoryGraph(postgres_url) as graph:
+    with open_graph(postgres_url) as graph:
         assert [m.content for m in graph.memories()] == ["The staging cluster runs on Hetzner"]
     with AgentMemory.open("second", tmp_path, database_url=postgres_url) as memory:
         found = json.loads(memory.handle_tool_call("recall", {"query": "staging cluster"}))

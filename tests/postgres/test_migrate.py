@@ -10,11 +10,12 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from mnemo.archive import SessionArchive, open_archive
+from mnemo.backends.postgres import migrate as migration
+from mnemo.backends.postgres.migrate import MigrationConflict, migrate_archive, migrate_graph
+from mnemo.backends.sqlite.archive import SessionArchive
 from mnemo.cli import main
-from mnemo.postgres import migrate as migration
-from mnemo.postgres.migrate import MigrationConflict, migrate_archive, migrate_graph
 from mnemo.scope import Scope
+from mnemo.storage import open_archive, open_graph
 
 _TOOL_CALL = {"id": "call_1", "type": "function", "function": {"name": "shell", "arguments": '{"cmd": "uptime"}'}}
 
@@ -119,11 +120,10 @@ def _home_graph(home: Path) -> Path:
     """A home whose archive and graph hold two scopes: memories with edges, a superseded and a forgotten one,
     vectors, a pin, a one-time import marker, and memories extracted from archived messages."""
     from graph._support import ConceptEmbedder
-    from mnemo.graph import MemoryGraph
     from mnemo.graph.extraction import extract_messages
 
     path = _home_archive(home)
-    with MemoryGraph(path, scope=Scope("ana"), embedder=ConceptEmbedder()) as ana:
+    with open_graph(path, scope=Scope("ana"), embedder=ConceptEmbedder()) as ana:
         dog = ana.remember("Ana's dog is called Rex", "fact", source="ana-1", subject="Ana")
         ana.remember("Rex loves the Paris park", relations=[(dog.id, "related_to", 0.7)], pin=True)
         ana.replace(dog.id, "Ana's dog is called Rexy")
@@ -131,15 +131,14 @@ def _home_graph(home: Path) -> Path:
         ana.remember_once("curated-import", [("Ana prefers tabs", "preference", "curated")])
         extract_messages(ana, "ana-1", [{"role": "user", "content": "I prefer dark roast coffee every morning."}])
         ana.embed_pending()
-    with MemoryGraph(path, scope=Scope("ben", "bot", "slack")) as ben:
+    with open_graph(path, scope=Scope("ben", "bot", "slack")) as ben:
         ben.remember("Ben's release is on Friday", "event")
     return path
 
 
 def _graph_state(target: str | Path, scope: Scope) -> tuple[list, list, dict]:
-    from mnemo.graph import MemoryGraph
 
-    with MemoryGraph(target, scope=scope) as graph:
+    with open_graph(target, scope=scope) as graph:
         memories = [m.as_dict() for m in graph.memories(include_forgotten=True)]
         edges = sorted((a.source_id, a.target_id, a.relation.value, a.weight, a.origin) for a in graph.associations())
         stats = graph.stats()
@@ -148,7 +147,6 @@ def _graph_state(target: str | Path, scope: Scope) -> tuple[list, list, dict]:
 
 def test_the_graph_of_every_scope_is_copied_exactly(postgres_url, tmp_path: Path):
     from graph._support import ConceptEmbedder
-    from mnemo.graph import MemoryGraph
     from mnemo.graph.extraction import source_messages
 
     source = _home_graph(tmp_path / "home")
@@ -159,7 +157,7 @@ def test_the_graph_of_every_scope_is_copied_exactly(postgres_url, tmp_path: Path
     assert report.vectors == 6  # every memory of ana's scope (ben's graph has no embedder)
     for scope in (Scope("ana"), Scope("ben", "bot", "slack")):
         assert _graph_state(postgres_url, scope) == _graph_state(source, scope)
-    with MemoryGraph(postgres_url, scope=Scope("ana"), embedder=ConceptEmbedder()) as graph:
+    with open_graph(postgres_url, scope=Scope("ana"), embedder=ConceptEmbedder()) as graph:
         assert graph.remember_once("curated-import", [("Ana prefers tabs", "preference", "curated")]) is None
         assert graph.stats()["pending_embeddings"] == 0  # the vectors came along
         assert [r.memory.content for r in graph.recall("puppy", limit=1)] == ["Ana's dog is called Rexy"]
@@ -170,7 +168,6 @@ def test_the_graph_of_every_scope_is_copied_exactly(postgres_url, tmp_path: Path
 
 
 def test_an_interrupted_graph_copy_resumes_and_a_conflict_is_refused(postgres_url, tmp_path: Path, monkeypatch):
-    from mnemo.graph import MemoryGraph
 
     source = _home_graph(tmp_path / "home")
     monkeypatch.setattr(migration, "BATCH", 3)
@@ -182,7 +179,7 @@ def test_an_interrupted_graph_copy_resumes_and_a_conflict_is_refused(postgres_ur
         migrate_graph(source, postgres_url, progress=interrupt)
     report = migrate_graph(source, postgres_url)
     assert (report.memories_present, report.memories_copied, report.memories) == (3, 4, 7)
-    with MemoryGraph(postgres_url, scope=Scope("ana")) as graph:
+    with open_graph(postgres_url, scope=Scope("ana")) as graph:
         [first] = graph.memories()[:1]
         with graph._write() as conn:
             conn.execute("UPDATE graph_memories SET content = 'changed meanwhile' WHERE id = ?", (first.id,))

@@ -6,17 +6,16 @@ from __future__ import annotations
 
 import psycopg
 
-from mnemo.archive import open_archive
 from mnemo.archive.search import MATCH_BUDGET
-from mnemo.graph import MemoryGraph
-from mnemo.postgres import graph as postgres_graph
-from mnemo.postgres.connection import Executor
-from mnemo.postgres.search import PostgresSearcher
-from mnemo.postgres.text_search import CONFIG, compile_tsquery
+from mnemo.backends.postgres import graph as postgres_graph
+from mnemo.backends.postgres.connection import Executor
+from mnemo.backends.postgres.search import PostgresSearcher
+from mnemo.backends.postgres.text_search import CONFIG, compile_tsquery
+from mnemo.storage import open_archive, open_graph
 
 
 def test_a_common_word_is_counted_from_the_column_statistics(postgres_url):
-    with MemoryGraph(postgres_url) as graph:
+    with open_graph(postgres_url) as graph:
         graph.remember_many({"content": f"the user keeps note {n}"} for n in range(2000))
         graph.remember("a single kayak")
         engine = graph._engine
@@ -28,7 +27,7 @@ def test_a_common_word_is_counted_from_the_column_statistics(postgres_url):
 
 def test_a_word_with_many_matches_proposes_its_newest_and_a_rare_word_still_finds_an_old_one(postgres_url, monkeypatch):
     monkeypatch.setattr(postgres_graph, "PHRASE_WINDOW", 20)
-    with MemoryGraph(postgres_url) as graph:
+    with open_graph(postgres_url) as graph:
         old = graph.remember("an alpha note about the red kayak")
         graph.remember_many({"content": f"alpha note {n}"} for n in range(400))
         found = [r.memory.content for r in graph.recall("alpha", limit=5)]

@@ -7,9 +7,8 @@ import psycopg
 import pytest
 
 from graph._support import ConceptEmbedder
-from mnemo.archive import open_archive
-from mnemo.graph import MemoryGraph
-from mnemo.postgres.vectors import hnsw_index
+from mnemo.backends.postgres.vectors import hnsw_index
+from mnemo.storage import open_archive, open_graph
 
 # Where each store keeps its vectors, and the component whose schema version covers them.
 TABLES = {"graph": ("graph_vectors", "vector"), "archive": ("message_vectors", "embedding")}
@@ -21,7 +20,7 @@ FULL_PRECISION = {"graph": 1, "archive": 3}
 def _fill(kind: str, url: str) -> None:
     embedder = ConceptEmbedder()
     if kind == "graph":
-        with MemoryGraph(url, embedder=embedder) as graph:
+        with open_graph(url, embedder=embedder) as graph:
             graph.remember("The hound sleeps all day")
             graph.remember("The sedan needs new tyres")
             graph.flush()
@@ -36,7 +35,7 @@ def _fill(kind: str, url: str) -> None:
 def _search(kind: str, url: str, text: str) -> list[float]:
     embedder = ConceptEmbedder()
     if kind == "graph":
-        with MemoryGraph(url, embedder=embedder) as graph:
+        with open_graph(url, embedder=embedder) as graph:
             probe = embedder.embed([text])
             return [score for _, score in graph._vectors.search(graph._conn, graph.scope, embedder, probe, 5)]
     with open_archive(url, embedder=embedder) as archive, archive._reading() as conn:

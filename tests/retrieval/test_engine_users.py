@@ -5,27 +5,27 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from graph._support import Clock, ConceptEmbedder
-from mnemo.archive import SessionArchive
-from mnemo.graph import MemoryGraph
+from mnemo.backends.sqlite.archive import SessionArchive
 from mnemo.graph.types import Scope
+from mnemo.storage import open_graph
 
 
 def test_the_newest_version_is_preferred_over_the_superseded_one(tmp_path):
-    with MemoryGraph(tmp_path / "state.db", clock=Clock()) as graph:
+    with open_graph(tmp_path / "state.db", clock=Clock()) as graph:
         old = graph.remember("Deploys run from the staging branch")
         new = graph.replace(old.id, "Deploys run from the release branch")
         assert [r.memory.id for r in graph.recall("which branch do deploys run from")] == [new.id]
 
 
 def test_forgotten_memories_are_excluded_from_every_channel(tmp_path):
-    with MemoryGraph(tmp_path / "state.db", clock=Clock(), embedder=ConceptEmbedder()) as graph:
+    with open_graph(tmp_path / "state.db", clock=Clock(), embedder=ConceptEmbedder()) as graph:
         dog = graph.remember("Our dog is called Rex")
         graph.forget(dog.id)
         assert graph.recall("canine dog Rex") == []
 
 
 def test_recall_never_crosses_scopes(tmp_path):
-    with MemoryGraph(tmp_path / "state.db", clock=Clock(), embedder=ConceptEmbedder()) as graph:
+    with open_graph(tmp_path / "state.db", clock=Clock(), embedder=ConceptEmbedder()) as graph:
         alice = graph.with_scope(Scope(user_id="alice"))
         bob = graph.with_scope(Scope(user_id="bob"))
         alice.remember("Alice drives a sedan")
@@ -37,7 +37,7 @@ def test_recall_never_crosses_scopes(tmp_path):
 
 def test_type_and_time_filters_apply_to_fused_results(tmp_path):
     clock = Clock(datetime(2024, 1, 1, tzinfo=UTC).timestamp())
-    with MemoryGraph(tmp_path / "state.db", clock=clock, embedder=ConceptEmbedder()) as graph:
+    with open_graph(tmp_path / "state.db", clock=clock, embedder=ConceptEmbedder()) as graph:
         graph.remember("Coffee with the team every Monday", "event", source="s")
         clock.now = datetime(2024, 6, 1, tzinfo=UTC).timestamp()
         wanted = graph.remember("Prefers espresso over latte", "preference", source="s")
@@ -47,7 +47,7 @@ def test_type_and_time_filters_apply_to_fused_results(tmp_path):
 
 
 def test_a_memory_next_to_a_strong_match_from_the_same_source_ranks_above_a_lone_weak_match(tmp_path):
-    with MemoryGraph(tmp_path / "state.db", clock=Clock()) as graph:
+    with open_graph(tmp_path / "state.db", clock=Clock()) as graph:
         graph.remember("Where should we go hiking this summer?", source="chat-1")
         answer = graph.remember("The Dolomites, hiking trails near Cortina", source="chat-1")
         graph.remember("Weather today: summer heat", source="chat-2")

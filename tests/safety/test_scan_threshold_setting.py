@@ -12,8 +12,9 @@ import pytest
 from mnemo import MemoryStore, handle_memory_call
 from mnemo.config import load_settings
 from mnemo.errors import ConfigError, InvalidArgument
-from mnemo.graph import BlockedContent, MemoryGraph
+from mnemo.graph import BlockedContent
 from mnemo.safety.scan import DEFAULT_SCAN_THRESHOLD, scan
+from mnemo.storage import open_curated, open_graph
 from mnemo.tools.graph import handle_graph_call
 
 DATA = Path(__file__).parent / "data"
@@ -49,8 +50,8 @@ def test_a_threshold_outside_zero_to_one_is_a_config_error(tmp_path: Path, bad: 
 
 def test_curated_store_honours_its_threshold(tmp_path: Path) -> None:
     attack = classifier_only_attack()
-    strict = MemoryStore.from_settings(load_settings(tmp_path / "a", environ={}))
-    patterns_only = MemoryStore.from_settings(load_settings(tmp_path / "b", environ={}, scan_threshold=1.0))
+    strict = open_curated(load_settings(tmp_path / "a", environ={}))
+    patterns_only = open_curated(load_settings(tmp_path / "b", environ={}, scan_threshold=1.0))
     for store in (strict, patterns_only):
         store.load()
     add = {"action": "add", "target": "memory", "content": attack}
@@ -61,13 +62,13 @@ def test_curated_store_honours_its_threshold(tmp_path: Path) -> None:
 def test_graph_honours_its_threshold(tmp_path: Path) -> None:
     attack = classifier_only_attack()
     with pytest.raises(BlockedContent):
-        MemoryGraph(tmp_path / "a.db").remember(attack)
-    assert MemoryGraph(tmp_path / "b.db", scan_threshold=1.0).remember(attack).content == attack.strip()
+        open_graph(tmp_path / "a.db").remember(attack)
+    assert open_graph(tmp_path / "b.db", scan_threshold=1.0).remember(attack).content == attack.strip()
 
 
 def test_stores_refuse_a_bad_threshold_before_touching_anything(tmp_path: Path) -> None:
     with pytest.raises(InvalidArgument, match="scan_threshold"):
-        MemoryGraph(tmp_path / "state.db", scan_threshold=2.0)
+        open_graph(tmp_path / "state.db", scan_threshold=2.0)
     with pytest.raises(InvalidArgument, match="scan_threshold"):
         MemoryStore(tmp_path / "memories", scan_threshold=0.0)
     assert list(tmp_path.iterdir()) == []
@@ -89,7 +90,7 @@ def test_curated_refusal_is_one_line_naming_the_rule_without_the_payload(tmp_pat
 
 
 def test_graph_refusal_is_one_line_naming_the_rule_without_the_payload(tmp_path: Path) -> None:
-    graph = MemoryGraph(tmp_path / "state.db")
+    graph = open_graph(tmp_path / "state.db")
     result = json.loads(handle_graph_call(graph, "remember", {"content": ENCODED}))
     assert result["success"] is False and "\n" not in result["error"]
     assert "ignore_instructions via base64" in result["error"]

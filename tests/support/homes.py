@@ -7,6 +7,8 @@ import hashlib
 import sqlite3
 from pathlib import Path
 
+from mnemo.storage import open_graph
+
 
 def make_hermes_state_db(path: Path) -> bytes:
     """A stand-in for Hermes Agent's ``state.db`` at ``path``: its own ``sessions`` / ``messages`` tables
@@ -51,7 +53,6 @@ def make_mnemo_01_home(home: Path) -> Path:
     holding one session ("old", about the quokka migration) and one memory (the quokka service)."""
     from mnemo import _db
     from mnemo.archive import schema as archive_schema
-    from mnemo.graph import MemoryGraph
 
     home.mkdir(parents=True, exist_ok=True)
     conn = _db.connect(home / "state.db")
@@ -61,7 +62,7 @@ def make_mnemo_01_home(home: Path) -> Path:
         "INSERT INTO messages (session_id, role, content, created_at) VALUES"
         " ('old', 'user', 'the quokka migration is done', 1700000001)"
     )
-    with MemoryGraph(conn) as graph:
+    with open_graph(conn) as graph:
         graph.remember("The quokka service moved to Frankfurt")
     conn.close()
     return home

@@ -33,7 +33,7 @@ class TestServer:
         return name
 
     def drop(self, name: str) -> None:
-        from mnemo.postgres.connection import PostgresDatabase
+        from mnemo.backends.postgres.connection import PostgresDatabase
 
         # Pools a test left open would hold connections to the database being dropped.
         for url, pool in list(PostgresDatabase._shared.items()):

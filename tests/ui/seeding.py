@@ -7,13 +7,12 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from mnemo import AgentMemory, MemoryStore
-from mnemo.archive import open_archive
+from mnemo import AgentMemory
 from mnemo.config import load_settings
 from mnemo.curated import Add
 from mnemo.graph.backfill import backfill
-from mnemo.graph.store import MemoryGraph
 from mnemo.scope import Scope
+from mnemo.storage import open_archive, open_curated, open_graph
 
 ALICE_TOKEN = "alice-configured-token-0123456789"
 BOB_TOKEN = "bob-configured-token-0123456789ab"
@@ -57,7 +56,7 @@ def _converse(home: Path, user: str, session: str, turns: tuple[tuple[str, str],
         memory.turn_complete(said, answer)
     memory.close()  # waits for the archive to have recorded every turn
     settings = load_settings(home, user_id=user)
-    with MemoryGraph(settings.database_target, scope=settings.scope) as graph, \
+    with open_graph(settings.database_target, scope=settings.scope) as graph, \
             open_archive(settings.database_target, scope=settings.scope) as archive:  # fmt: skip
         backfill(graph, archive, [session])
 
@@ -69,7 +68,7 @@ def seed_home(home: Path) -> Seeded:
     _converse(home, "alice", "alice-trip", ALICE_TURNS)
     _converse(home, "bob", "bob-secrets", BOB_TURNS)
     settings = load_settings(home)
-    with MemoryGraph(settings.database_target, scope=settings.scope) as graph:
+    with open_graph(settings.database_target, scope=settings.scope) as graph:
         tea = next(m for m in graph.memories() if "green tea" in m.content)
         train = graph.remember("Book the train to Porto before Friday.", "todo", subject="user")
         porto = graph.remember("The team offsite is in Porto in May.", "event")
@@ -81,11 +80,11 @@ def seed_home(home: Path) -> Seeded:
         old_editor = graph.remember("Alice writes code in Vim.", "preference", subject="user")
         new_editor = graph.remember("Alice switched to Helix as her editor.", "preference", subject="user")
         graph.relate(new_editor.id, old_editor.id, "contradicts")
-    with MemoryGraph(settings.database_target, scope=Scope("bob")) as graph:
+    with open_graph(settings.database_target, scope=Scope("bob")) as graph:
         bob_memory = next(m.id for m in graph.memories() if "Nightjar" in m.content)
     for user, entries in (("alice", [("user", "Alice is a backend engineer in Berlin."), ("memory", "Deploys happen on Tuesdays.")]),
                           ("bob", [("user", "Bob prefers espresso.")])):  # fmt: skip
-        store = MemoryStore.from_settings(load_settings(home, user_id=user))
+        store = open_curated(load_settings(home, user_id=user))
         for target, text in entries:
             store.apply(target, Add(text))
         store.close()

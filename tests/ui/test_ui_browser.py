@@ -19,6 +19,7 @@ import pytest
 
 from mnemo.config import load_settings
 from mnemo.graph.store import MemoryGraph
+from mnemo.storage import open_graph
 
 from .seeding import ALICE_TOKEN, BOB_TOKEN, Seeded, hold
 
@@ -110,7 +111,7 @@ def arrived(driver) -> None:
 
 def graph_of(seeded: Seeded, user: str = "alice") -> MemoryGraph:
     settings = load_settings(seeded.home, user_id=user)
-    return MemoryGraph(settings.database_target, scope=settings.scope)
+    return open_graph(settings.database_target, scope=settings.scope)
 
 
 # -- logging in ------------------------------------------------------------------------------------------

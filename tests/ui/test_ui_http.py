@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from mnemo.archive import open_archive
 from mnemo.cli import main
 from mnemo.config import load_settings
 from mnemo.errors import ConfigError
 from mnemo.graph.store import MemoryGraph
+from mnemo.storage import open_archive, open_graph
 from mnemo.tokens import TokenMap
 from mnemo.ui import UIServer
 from mnemo.ui.auth import Gate
@@ -21,7 +21,7 @@ from .seeding import ALICE_TOKEN, BOB_TOKEN, Seeded
 
 def _graph(seeded: Seeded, user: str) -> MemoryGraph:
     settings = load_settings(seeded.home, user_id=user)
-    return MemoryGraph(settings.database_target, scope=settings.scope)
+    return open_graph(settings.database_target, scope=settings.scope)
 
 
 def test_a_page_without_a_session_sends_the_browser_to_log_in(server):

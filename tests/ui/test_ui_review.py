@@ -9,7 +9,7 @@ import re
 
 from mnemo.config import load_settings
 from mnemo.graph.review import ReviewQueue, ReviewState
-from mnemo.graph.store import MemoryGraph
+from mnemo.storage import open_graph
 
 from .client import Client
 from .seeding import ALICE_TOKEN, BOB_TOKEN, MAIL, Seeded, hold
@@ -17,13 +17,13 @@ from .seeding import ALICE_TOKEN, BOB_TOKEN, MAIL, Seeded, hold
 
 def _state(seeded: Seeded, item_id: str, user: str = "alice") -> ReviewState:
     settings = load_settings(seeded.home, user_id=user)
-    with MemoryGraph(settings.database_target, scope=settings.scope) as graph:
+    with open_graph(settings.database_target, scope=settings.scope) as graph:
         return ReviewQueue(graph).get(item_id).state
 
 
 def _pending(seeded: Seeded) -> int:
     settings = load_settings(seeded.home)
-    with MemoryGraph(settings.database_target, scope=settings.scope) as graph:
+    with open_graph(settings.database_target, scope=settings.scope) as graph:
         return ReviewQueue(graph).pending_count()
 
 

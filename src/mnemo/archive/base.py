@@ -3,7 +3,7 @@
 The archive's behaviour (validation, scopes, lineage, grouping search hits by conversation, context around
 a hit) is written once here against a few primitives each engine supplies: a read connection, a retried
 write transaction, the batch insert of messages, and a searcher. SQLite (:class:`~mnemo.archive.SessionArchive`)
-and PostgreSQL (:class:`~mnemo.postgres.PostgresArchive`) implement those; statements shared by both use
+and PostgreSQL (:class:`~mnemo.backends.postgres.PostgresArchive`) implement those; statements shared by both use
 ``?`` placeholders and portable SQL.
 
 Every read is confined to the archive's :class:`~mnemo.scope.Scope`: a session id, a message id or a lineage
@@ -19,7 +19,6 @@ from abc import ABC, abstractmethod
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from ..errors import InvalidArgument, MnemoError, excerpt
@@ -38,7 +37,6 @@ from .records import (
 from .search import SESSION_SCOPE_CLAUSE, SORTS, Filters, Match
 
 if TYPE_CHECKING:
-    from .importer import ImportReport
     from .search import BaseSearcher
 
 T = TypeVar("T")
@@ -496,15 +494,6 @@ class Archive(ABC):
             return conn.execute(
                 f"SELECT COUNT(*) FROM {MESSAGES_IN_SESSIONS} WHERE {SESSION_SCOPE_CLAUSE}", self.scope.as_params()
             ).fetchone()[0]
-
-    def import_jsonl(self, path: str | Path, *, source: str = "import") -> ImportReport:
-        """Import OpenAI-style message lists from a JSONL file; report the sessions added and skipped.
-
-        See :func:`mnemo.archive.importer.import_jsonl`.
-        """
-        from .importer import import_jsonl
-
-        return import_jsonl(self, path, source=source)
 
     # -- search ------------------------------------------------------------------------------------
 

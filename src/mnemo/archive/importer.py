@@ -35,7 +35,7 @@ from ..errors import InvalidArgument
 from .records import message_row, require_encodable
 
 if TYPE_CHECKING:
-    from .store import SessionArchive
+    from .base import Archive
 
 log = logging.getLogger("mnemo.archive")
 
@@ -135,7 +135,7 @@ def _read(path: Path, source: str) -> list[_PendingSession]:
     return sessions
 
 
-def _check_parents(archive: SessionArchive, sessions: list[_PendingSession]) -> None:
+def _check_parents(archive: Archive, sessions: list[_PendingSession]) -> None:
     known: set[str] = set()
     for pending in sessions:
         parent = pending.stated.get("parent_session_id")
@@ -160,7 +160,7 @@ def _carry_timestamps(messages: list[Mapping[str, Any]], start: Any) -> list[Map
 
 
 def import_jsonl(
-    archive: SessionArchive,
+    archive: Archive,
     path: str | Path,
     *,
     source: str = "import",

@@ -10,7 +10,6 @@ from typing import Any
 
 from .._files import atomic_write
 from .._time import iso
-from ..archive import open_archive
 from ..embeddings import named_embedder
 from ..errors import InvalidArgument
 from ..graph.backfill import archived_sessions, backfill, pending_messages
@@ -21,13 +20,14 @@ from ..graph.store import MemoryGraph
 from ..graph.transfer import export_data, export_json, export_markdown, import_json
 from ..graph.types import MemoryType, Relation
 from ..providers.graph import bulletin_model
+from ..storage import open_archive, open_graph
 from ._output import CliError, lines, print_json, print_table, progress
 from ._settings import settings_for
 
 
 def _graph(args: argparse.Namespace) -> MemoryGraph:
     settings = settings_for(args)
-    return MemoryGraph(
+    return open_graph(
         settings.database_target,
         scope=settings.scope,
         embedder=named_embedder(settings.graph_embedder, cache_dir=settings.cache_directory),

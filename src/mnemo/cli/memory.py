@@ -8,6 +8,7 @@ from typing import Any
 from ..curated.entries import entry_id, joined_length
 from ..curated.ops import Add, MemoryOp, MemoryOpOutcome, Remove, Replace, usage_text
 from ..curated.store import TARGETS, MemoryStore
+from ..storage import open_curated
 from ._output import CliError, lines, print_json, print_table
 from ._settings import settings_for
 
@@ -15,7 +16,7 @@ _CLI = {"via": "cli"}
 
 
 def _store(args: argparse.Namespace) -> MemoryStore:
-    store = MemoryStore.from_settings(settings_for(args))
+    store = open_curated(settings_for(args))
     store.load()
     return store
 
@@ -79,7 +80,7 @@ def _edit(args: argparse.Namespace, op: MemoryOp | None) -> int:
 
 
 def _history(args: argparse.Namespace) -> int:
-    store = MemoryStore.from_settings(settings_for(args))
+    store = open_curated(settings_for(args))
     if args.target is not None and args.target not in TARGETS:
         raise CliError(f"--target must be 'memory' or 'user', got {args.target!r}")
     records = [r.as_dict() for r in store.history.records(args.target)]

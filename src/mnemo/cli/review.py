@@ -8,10 +8,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..curated.store import MemoryStore
 from ..graph.review import ReviewItem, ReviewQueue, ReviewState
-from ..graph.store import MemoryGraph
 from ..review import approve
+from ..storage import open_curated, open_graph
 from ._output import CliError, lines, print_json, print_table
 from ._settings import settings_for
 
@@ -19,7 +18,7 @@ from ._settings import settings_for
 @contextmanager
 def _queue(args: argparse.Namespace) -> Iterator[ReviewQueue]:
     settings = settings_for(args)
-    with MemoryGraph(settings.database_target, scope=settings.scope, scan_threshold=settings.scan_threshold) as graph:
+    with open_graph(settings.database_target, scope=settings.scope, scan_threshold=settings.scan_threshold) as graph:
         yield ReviewQueue(graph, expire_days=settings.review_expire_days)
 
 
@@ -74,7 +73,7 @@ def _show(args: argparse.Namespace) -> int:
 def _decide(args: argparse.Namespace, approving: bool) -> int:
     with _queue(args) as queue:
         if approving:
-            store = MemoryStore.from_settings(settings_for(args))
+            store = open_curated(settings_for(args))
             try:
                 item = approve(queue, args.id, store=store, digest=args.digest)
             finally:

@@ -8,10 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from .._time import iso
-from ..archive import Archive, open_archive
+from ..archive import Archive
 from ..archive.importer import ImportReport, import_jsonl
 from ..archive.records import ROLES
 from ..embeddings import named_embedder
+from ..storage import open_archive
 from ._output import CliError, lines, print_json, print_table, progress
 from ._settings import settings_for
 

@@ -4,7 +4,7 @@ The store's semantics (frozen snapshot, limits, substring and id edits, refusal,
 against a :class:`Document` per target and a :class:`History`. A document is read and written only inside
 its :meth:`~Document.locked` block, which writers of that document in every process take one at a time; the
 store re-reads under the lock, so no host ever loses another's update. :func:`file_storage` keeps them as
-``MEMORY.md`` / ``USER.md`` and a JSON-lines history in a directory; :mod:`mnemo.postgres.curated` as rows
+``MEMORY.md`` / ``USER.md`` and a JSON-lines history in a directory; :mod:`mnemo.backends.postgres.curated` as rows
 of a PostgreSQL database.
 """
 

@@ -12,7 +12,7 @@ import logging
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._db import DatabaseError
 from ..errors import InvalidArgument, check_text, excerpt
@@ -47,9 +47,6 @@ from .ops import Add, MemoryOp, MemoryOpOutcome, Remove, Replace
 from .render import blocked_placeholder, render_block
 from .storage import CuratedStorage, file_storage
 
-if TYPE_CHECKING:
-    from ..config import Settings
-
 DEFAULT_MEMORY_CHAR_LIMIT = 2200
 DEFAULT_USER_CHAR_LIMIT = 1375
 
@@ -67,7 +64,7 @@ def check_target(target: object) -> str:
 
 class MemoryStore:
     """The curated memory in ``directory`` (``MEMORY.md`` and ``USER.md``), or in ``storage`` when given
-    (see :mod:`mnemo.curated.storage`; :meth:`from_settings` picks it from ``curated_backend``).
+    (see :mod:`mnemo.curated.storage`; :func:`mnemo.storage.open_curated` picks it from ``curated_backend``).
 
     Safe to share between threads; several processes (and, on PostgreSQL, hosts) may use it at once.
     """
@@ -98,23 +95,6 @@ class MemoryStore:
         self._counted_failures = 0
         self._scan_threshold = scan_threshold
         check_threshold(scan_threshold)  # a bad threshold is refused here, not at the first write
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> MemoryStore:
-        """A store on ``settings.memories_dir`` (or, with ``curated_backend = "postgres"``, in the
-        ``database_url``'s database) with the configured limits and scan threshold."""
-        storage = None
-        if settings.curated_backend == "postgres":
-            from ..postgres.curated import postgres_storage
-
-            storage = postgres_storage(str(settings.database_url), settings.curated_scope)
-        return cls(
-            settings.memories_dir,
-            settings.memory_char_limit,
-            settings.user_char_limit,
-            scan_threshold=settings.scan_threshold,
-            storage=storage,
-        )
 
     def close(self) -> None:
         """Release what the storage holds open (a database connection); the files need nothing."""

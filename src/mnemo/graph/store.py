@@ -18,7 +18,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
-import sqlite3
 import threading
 import time
 import unicodedata
@@ -27,7 +26,6 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -39,7 +37,7 @@ from ..provenance import OPERATOR, Provenance, join, parse_origin
 from ..retrieval.names import name_key
 from ..safety.scan import check_threshold, scan_many
 from . import recall as _recall
-from .engine import open_engine
+from .engine import GraphEngine
 from .errors import BlockedContent, ImportConflict, MemoryNotFound
 from .schema import SCOPE_CLAUSE, SELECT_MEMORY, row_to_memory, scope_params
 from .types import (
@@ -120,18 +118,16 @@ def parse_time(value: Any, field: str) -> float | None:
 class MemoryGraph:
     """Typed memories with importance, timestamps, typed associations and hybrid recall.
 
-    ``database`` is a path to mnemo's database (opened and owned here, after
-    :func:`~mnemo.database.check_owned` found it to be mnemo's, with the vector files derived from it
-    beside it: see :mod:`mnemo.graph.vectors`), an open SQLite connection (borrowed: :meth:`close` leaves
-    it open, and its vectors are read into memory), or a ``postgresql://`` URL (tables in mnemo's schema
-    of that database, vectors searched by pgvector: see :mod:`mnemo.postgres.graph`). Every read and write is confined to ``scope``. With
+    ``engine`` is the database holding it (see :mod:`mnemo.graph.engine`): open one, and the graph on it, with
+    :func:`mnemo.storage.open_graph` (a path to mnemo's SQLite database, an open SQLite connection, or a
+    ``postgresql://`` URL); :meth:`close` closes the engine. Every read and write is confined to ``scope``. With
     ``embedder=None`` recall uses full text and the graph only, and is still complete. Each recall first
     embeds at most ``embed_per_recall`` pending memories.
     """
 
     def __init__(
         self,
-        database: str | Path | sqlite3.Connection,
+        engine: GraphEngine,
         *,
         scope: Scope | None = None,
         embedder: Embedder | None = None,
@@ -140,8 +136,10 @@ class MemoryGraph:
         clock: Callable[[], float] = time.time,
         scan_threshold: float | None = None,
     ) -> None:
-        check_threshold(scan_threshold)  # a bad threshold is refused before the database is opened
-        self._engine = open_engine(database)
+        check_threshold(scan_threshold)
+        if not isinstance(engine, GraphEngine):
+            raise TypeError(f"MemoryGraph needs a GraphEngine, got {type(engine).__name__}: open a database with mnemo.storage.open_graph")
+        self._engine = engine
         self._conn = self._engine.conn
         self._owns_connection = True
         self.scope = scope if scope is not None else Scope()

@@ -61,6 +61,7 @@ from ..errors import InvalidArgument
 from ..graph import BlockedContent, MemoryGraph, MemoryNotFound
 from ..safety import refusal_reason
 from ..scope import Scope
+from ..storage import open_graph
 
 ITEMS_FILENAME = "langgraph_store.db"
 MAX_VALUE_BYTES = 256 * 1024
@@ -245,7 +246,7 @@ class MnemoStore(BaseStore):
         self.ttl_config = ttl
         if isinstance(embedder, NotProvided):
             embedder = named_embedder(self.settings.graph_embedder, cache_dir=self.settings.cache_directory)
-        self._graph = MemoryGraph(self.settings.database_target, embedder=embedder)
+        self._graph = open_graph(self.settings.database_target, embedder=embedder)
         path = self.settings.home / ITEMS_FILENAME
         path.parent.mkdir(parents=True, exist_ok=True)
         self._conn = connect(path)  # mnemo's own settings: WAL, a busy timeout, refusal of a damaged file

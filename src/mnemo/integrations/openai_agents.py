@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING, Any
 from agents.memory.session_settings import SessionSettings, resolve_session_limit
 from agents.tool import FunctionTool
 
-from ..archive import SessionNotFound, StoredMessage, open_archive
+from ..archive import SessionNotFound, StoredMessage
 from ..config import Settings, load_settings
 from ..errors import InvalidArgument
+from ..storage import open_archive
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem

@@ -15,14 +15,14 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..archive import Archive, open_archive
+from ..archive import Archive
 from ..archive.records import SessionHits
 from ..database import refuse_old_config_key
 from ..embeddings import preload
 from ..errors import InvalidArgument, MnemoError, excerpt
 from ..llm import LLM
-from ..postgres.connection import is_url
 from ..scope import Scope
+from ..storage import is_url, open_archive
 
 # The module, not its names: the tool imports the archive, so either may be imported first.
 from ..tools import session_search as _tool

@@ -38,6 +38,7 @@ from ..graph.types import Memory, MemoryType, Scope
 from ..provenance import OPERATOR, Origin, Provenance
 from ..recollection import comparable, memory_line, turn_context
 from ..review import MODEL_WRITES, WriteGate, graph_payload
+from ..storage import open_graph
 from ..tools.graph import GRAPH_TOOL_NAMES, GRAPH_TOOL_SCHEMAS, handle_graph_call
 from .archive import ArchiveProvider
 from .config_schema import ConfigField
@@ -188,7 +189,7 @@ class GraphProvider:
             database = config.get("database") or (_home_database(config["home"]) if config.get("home") else None)
             if database is None:
                 raise ConfigError("graph provider: config needs 'database' or 'home'")
-            self._graph = MemoryGraph(
+            self._graph = open_graph(
                 database, scope=scope, embedder=self._embedder, scan_threshold=config.get("scan_threshold")
             )
             self._owns_graph = True

@@ -32,10 +32,11 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from .. import __version__
 from ..agent import AgentMemory
 from ..curated.storage import FILENAMES
-from ..curated.store import TARGETS, MemoryStore
+from ..curated.store import TARGETS
 from ..errors import MnemoError
 from ..loop import DEFAULT_INSTRUCTIONS
 from ..provenance import Origin
+from ..storage import open_curated
 from ..tools._json import failure
 from ..tools.review import REVIEW_TOOL_NAMES, REVIEW_TOOL_SCHEMAS, handle_review_call
 
@@ -282,7 +283,7 @@ def _mcp_tool(schema: Mapping[str, Any]) -> types.Tool:
 
 def _curated_text(memory: AgentMemory, target: str) -> str:
     """The target's entries as they are on disk now (another process may have edited them), with usage."""
-    store = MemoryStore.from_settings(memory.settings)
+    store = open_curated(memory.settings)
     store.load()
     failed = store.read_failure(target)
     if failed is not None:

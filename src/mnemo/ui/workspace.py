@@ -16,10 +16,9 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ..agent import AgentMemory
-from ..archive import open_archive
 from ..archive.base import Archive
 from ..config import Settings
-from ..curated.store import TARGETS, MemoryStore
+from ..curated.store import TARGETS
 from ..embeddings import named_embedder
 from ..embeddings.protocol import Embedder
 from ..graph.recall import RecallResult
@@ -30,6 +29,7 @@ from ..providers.graph import ENRICH_LIMIT
 from ..recollection import Recalled, comparable, render_context, turn_context
 from ..safety.fence import build_memory_context_block, inject_memory_context
 from ..scope import Scope
+from ..storage import open_archive, open_curated, open_graph
 
 T = TypeVar("T")
 
@@ -43,7 +43,7 @@ class Home:
         # One model per name, shared by the graph and every archive, as an agent session shares it.
         names = {settings.graph_embedder, settings.archive_embedder}
         self.embedders = {name: named_embedder(name, cache_dir=settings.cache_directory) for name in names}
-        self.graph = MemoryGraph(
+        self.graph = open_graph(
             settings.database_target,
             scope=settings.scope,
             embedder=self.embedders[settings.graph_embedder],
@@ -105,7 +105,7 @@ class Workspace:
         self._archive_embedder = archive_embedder
         self._archives: dict[Scope, Archive] = {}
         self._lock = threading.Lock()
-        self.curated = MemoryStore.from_settings(settings)
+        self.curated = open_curated(settings)
 
     def scope(self, agent_id: str = "", channel_id: str = "") -> Scope:
         """This user's scope for ``agent_id`` and ``channel_id``."""

@@ -1,9 +1,9 @@
 """The session archive's tables in PostgreSQL (component ``archive``, versioned like SQLite's).
 
 Full text is a stored ``tsvector`` column with a GIN index, in mnemo's own text-search configuration (see
-:mod:`mnemo.postgres.text_search`). The message text weighs above the tool name and the tool-call text. ``pg_trgm`` indexes the raw text for what words cannot find: CJK text, which has no spaces to
+:mod:`mnemo.backends.postgres.text_search`). The message text weighs above the tool name and the tool-call text. ``pg_trgm`` indexes the raw text for what words cannot find: CJK text, which has no spaces to
 split on, and substrings. Vectors live in ``message_vectors`` with pgvector; the HNSW index is made per
-embedding model (see :mod:`mnemo.postgres.vectors`).
+embedding model (see :mod:`mnemo.backends.postgres.vectors`).
 
 Scopes are columns of ``sessions``, as in SQLite. Each message also carries its session's scope and source,
 copied by a trigger when the message is written (a session's scope and source never change): full-text search
@@ -93,7 +93,7 @@ def _v4(executor: Executor) -> None:
 # Filled by the trigger for every new message, and by the UPDATE for those written before it, rewriting only
 # the rows whose session is not in the defaults' scope and source. Safe to run again over its own result. The
 # trigger's lookup keeps one plan: mnemo's connections plan every statement for its values (see
-# mnemo.postgres.connection), which for a trigger is a fresh plan per row and cost ingest 15%.
+# mnemo.backends.postgres.connection), which for a trigger is a fresh plan per row and cost ingest 15%.
 _V5 = f"""
 ALTER TABLE messages
     ADD COLUMN IF NOT EXISTS user_id TEXT NOT NULL DEFAULT '',

@@ -33,9 +33,9 @@ from urllib.parse import quote
 
 import numpy as np
 
-from .. import _db
-from ..database import table_owner
-from ..scope import Scope
+from ... import _db
+from ...database import table_owner
+from ...scope import Scope
 from . import archive_schema, graph_schema
 from .connection import Executor, PostgresDatabase, redact
 from .vectors import vector_text
@@ -150,8 +150,8 @@ def migrate_curated(directory: Path, url: str, scope: Scope) -> int:
     """Copy the curated pair in ``directory`` (``MEMORY.md``, ``USER.md``, their history) into ``scope`` of the
     database at ``url`` (read as the store reads them, the files left as they are); a scope that already
     holds a pair there is left alone. Returns how many documents were written."""
-    from ..curated.history import CuratedHistory
-    from ..curated.storage import file_storage
+    from ...curated.history import CuratedHistory
+    from ...curated.storage import file_storage
     from .curated import COMPONENT, MIGRATIONS, copy_curated
 
     files = file_storage(directory)

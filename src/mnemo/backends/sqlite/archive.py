@@ -17,19 +17,19 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from .. import _db
-from ..database import connect_owned
-from ..embeddings.vector_file import directory_for
-from ..errors import InvalidArgument, MnemoError
-from ..scope import Scope
-from . import schema
-from .base import Archive, SessionNotFound
-from .records import MessageRow, require_encodable
-from .search import Searcher
-from .vectors import MessageVectors
+from ... import _db
+from ...archive import schema
+from ...archive.base import Archive, SessionNotFound
+from ...archive.records import MessageRow, require_encodable
+from ...archive.search import Searcher
+from ...archive.vectors import MessageVectors
+from ...database import connect_owned
+from ...embeddings.vector_file import directory_for
+from ...errors import InvalidArgument, MnemoError
+from ...scope import Scope
 
 if TYPE_CHECKING:
-    from ..embeddings.protocol import Embedder
+    from ...embeddings.protocol import Embedder
 
 __all__ = ["SessionArchive", "SessionNotFound"]
 
@@ -75,16 +75,6 @@ class SessionArchive(Archive):
             raise
 
     _SESSION_ORDER = "s.rowid"
-
-    @classmethod
-    def open(cls, home: str | Path | None = None) -> Archive:
-        """The archive of ``home`` (default: ``$MNEMO_HOME`` or ``~/.mnemo``) in the configured scope: this
-        SQLite archive, or PostgreSQL's when the ``database_url`` setting names a server."""
-        from ..config import load_settings
-        from . import open_archive
-
-        settings = load_settings(home)
-        return open_archive(settings.database_target, scope=settings.scope)
 
     # -- lifecycle ---------------------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """The memory graph on PostgreSQL: :class:`PostgresEngine`, the PostgreSQL side of :mod:`mnemo.graph.engine`.
 
-A graph holds one connection of its own (:class:`~mnemo.postgres.connection.Session`), as it holds one on
+A graph holds one connection of its own (:class:`~mnemo.backends.postgres.connection.Session`), as it holds one on
 SQLite. A write transaction first takes an advisory lock per scope it writes, so the writers of one scope run
 one at a time, as ``BEGIN IMMEDIATE`` makes SQLite's writers do, while other users' writers go on in
 parallel: the graph's read-then-write steps (a cycle check, "already extracted?", a maintenance lease) stay
@@ -11,7 +11,7 @@ normalisation in units of one occurrence, saturated by ``k1`` and normalised by 
 the average of recent memories; its inverse document frequency counts its matches across the table (up to the
 bound recall counts to), against the number of memories written. Vectors are searched with pgvector: an HNSW
 index (cosine) per embedding model, over the model's rows at half precision
-(:class:`~mnemo.postgres.vectors.HnswIndex`).
+(:class:`~mnemo.backends.postgres.vectors.HnswIndex`).
 """
 
 from __future__ import annotations
@@ -24,18 +24,18 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..database import table_owner
-from ..graph.engine import GraphEngine, Hits
-from ..graph.recall import COMMON_MATCHES
-from ..graph.schema import SCOPE_CLAUSE, scope_params
-from ..scope import Scope
+from ...database import table_owner
+from ...graph.engine import GraphEngine, Hits
+from ...graph.recall import COMMON_MATCHES
+from ...graph.schema import SCOPE_CLAUSE, scope_params
+from ...scope import Scope
 from . import graph_schema
 from .connection import Executor, PostgresDatabase, Session
 from .text_search import K1, ONE_OCCURRENCE, B, TermStatistics, bm25_idf, phrases
 from .vectors import build_hnsw, hnsw_index, vector_text
 
 if TYPE_CHECKING:
-    from ..embeddings.protocol import Embedder
+    from ...embeddings.protocol import Embedder
 
 # About how many of a phrase's newest matches it proposes as candidates (see text_candidates).
 PHRASE_WINDOW = 1000
@@ -256,7 +256,7 @@ class PostgresGraphVectors:
             return []
         index = hnsw_index("graph_vectors", "vector", embedder.name, embedder.dim)
         # The walk keeps enough candidates for a pool of 100 and goes on past other scopes' vectors: every
-        # connection is configured with hnsw.ef_search and hnsw.iterative_scan (see mnemo.postgres.connection).
+        # connection is configured with hnsw.ef_search and hnsw.iterative_scan (see mnemo.backends.postgres.connection).
         text = vector_text(np.asarray(probe, dtype=np.float32).reshape(-1))
         found = conn.execute(
             f"SELECT memory_id, 1 - ({index.full} <=> CAST(? AS vector)) AS cosine FROM graph_vectors"

@@ -27,10 +27,10 @@ from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any
 
-from .._db import DatabaseError
-from ..errors import ConfigError
+from ..._db import DatabaseError
+from ...errors import ConfigError
 
-log = logging.getLogger("mnemo.postgres")
+log = logging.getLogger("mnemo.backends.postgres")
 
 SCHEMA = "mnemo"
 """The schema holding every table mnemo creates."""

@@ -3,7 +3,7 @@
 The same tables and columns as :mod:`mnemo.graph.schema`, so the graph's SQL runs on both engines; what
 differs: full text is a stored ``tsvector`` column of ``graph_memories`` (weight A, mnemo's configuration)
 with a GIN index; vectors are a pgvector column, with the memory's scope beside it so a search filters
-without a join, and an HNSW index per embedding model made on first use (see :mod:`mnemo.postgres.graph`);
+without a join, and an HNSW index per embedding model made on first use (see :mod:`mnemo.backends.postgres.graph`);
 the per-scope tallies are kept by a trigger function. ``seq`` comes from identity columns: numbers are
 handed out when a row is inserted, and writers of one scope run one at a time (an advisory lock per
 scope), so within a scope a larger ``seq`` is always committed later.

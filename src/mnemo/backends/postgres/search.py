@@ -1,7 +1,7 @@
 """Archive search on PostgreSQL: the shared query plan and ranking of
 :class:`~mnemo.archive.search.BaseSearcher`, matched and scored with ``tsvector`` / ``tsquery``.
 
-Queries are compiled to ``tsquery`` by :mod:`mnemo.postgres.text_search`.
+Queries are compiled to ``tsquery`` by :mod:`mnemo.backends.postgres.text_search`.
 
 PostgreSQL's ``ts_rank`` has no notion of how rare a word is, which is most of what BM25 knows, and the
 shared ranking was tuned on BM25 scores. So a query's phrases are scored with BM25 here too: a phrase's term
@@ -10,7 +10,7 @@ the tool name and the tool-call text count less, as their weights say), saturate
 normalised by the message's length against the average of recent messages; its inverse document frequency
 is estimated from the same bounded probes the SQLite engine uses, the newest ``MATCH_BUDGET`` matches of each
 phrase, except for a word the column's statistics already show to be far commoner than that (its share of
-rows, :class:`~mnemo.postgres.text_search.TermStatistics`), which is estimated without walking to its matches.
+rows, :class:`~mnemo.backends.postgres.text_search.TermStatistics`), which is estimated without walking to its matches.
 A common phrase is only looked for among the recent messages where it has that many matches, so a query costs
 about the same at a million messages as at ten thousand.
 """
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..archive.search import (
+from ...archive.search import (
     ASKS_TAIL,
     MATCH_BUDGET,
     STOP_WORDS,
@@ -32,11 +32,11 @@ from ..archive.search import (
     merge_matches,
     order_clause,
 )
-from ..retrieval import cjk_ngrams, has_cjk
+from ...retrieval import cjk_ngrams, has_cjk
 from .connection import Executor
 from .text_search import K1, ONE_OCCURRENCE, B, TermStatistics, bm25_idf
 
-# Messages carry their session's scope and source (see mnemo.postgres.archive_schema): no join to filter them.
+# Messages carry their session's scope and source (see mnemo.backends.postgres.archive_schema): no join to filter them.
 _MATCHES = "FROM messages m"
 # A word the statistics count at this many times the probe's budget is estimated instead of probed.
 _KNOWN_COMMON = 2

@@ -3,7 +3,7 @@
 It behaves exactly as :class:`~mnemo.archive.SessionArchive` (the behaviour is written once in
 :class:`~mnemo.archive.base.Archive`); what differs is the engine: a pooled connection per call instead of
 one locked connection, message ids from an identity column, full text from a ``tsvector`` column and vectors
-from pgvector (:mod:`mnemo.postgres.search`, :mod:`mnemo.postgres.vectors`).
+from pgvector (:mod:`mnemo.backends.postgres.search`, :mod:`mnemo.backends.postgres.vectors`).
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, TypeVar
 
-from ..archive.base import Archive
-from ..archive.records import MessageRow, require_encodable
-from ..database import table_owner
-from ..errors import InvalidArgument
-from ..scope import Scope
+from ...archive.base import Archive
+from ...archive.records import MessageRow, require_encodable
+from ...database import table_owner
+from ...errors import InvalidArgument
+from ...scope import Scope
 from . import archive_schema
 from .connection import Executor, PostgresDatabase, redact
 from .search import PostgresSearcher
@@ -25,7 +25,7 @@ from .text_search import TermStatistics
 from .vectors import PostgresMessageVectors
 
 if TYPE_CHECKING:
-    from ..embeddings.protocol import Embedder
+    from ...embeddings.protocol import Embedder
 
 T = TypeVar("T")
 
@@ -76,7 +76,7 @@ class PostgresArchive(Archive):
     @property
     def _db(self) -> PostgresDatabase:
         if self._database is None:
-            from ..errors import MnemoError
+            from ...errors import MnemoError
 
             raise MnemoError("the session archive is closed")
         return self._database

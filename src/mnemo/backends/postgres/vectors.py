@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from ..embeddings.queries import query_vectors_of
+from ...embeddings.queries import query_vectors_of
 from .connection import EF_SEARCH, Executor, PostgresDatabase
 
 if TYPE_CHECKING:
-    from ..embeddings.protocol import Embedder
+    from ...embeddings.protocol import Embedder
 
 EMBED_PER_SEARCH = 256
 EMBED_BATCH = 64
@@ -183,5 +183,5 @@ class PostgresMessageVectors:
         finally:
             if wider:  # the connection goes back to the pool: its next search walks as configured
                 conn.execute(f"SET hnsw.ef_search = {EF_SEARCH}")
-        # relaxed_order (see mnemo.postgres.connection) may return near-ties out of order.
+        # relaxed_order (see mnemo.backends.postgres.connection) may return near-ties out of order.
         return sorted(((int(mid), float(cosine)) for mid, cosine in rows), key=lambda hit: -hit[1])

@@ -22,10 +22,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from ..curated.history import HistoryRecord
-from ..curated.storage import FILENAMES, CuratedStorage
-from ..database import table_owner
-from ..scope import Scope
+from ...curated.history import HistoryRecord
+from ...curated.storage import FILENAMES, CuratedStorage
+from ...database import table_owner
+from ...scope import Scope
 from .connection import Executor, PostgresDatabase, Session, redact
 
 COMPONENT = "curated"
