@@ -36,7 +36,7 @@ from .curated.entries import entry_id, joined_length
 from .curated.errors import BlockedContent, MemoryOpError
 from .curated.ops import Add, MemoryOp, MemoryOpOutcome, Replace
 from .curated.store import check_target
-from .degraded import Degradation, unavailable_result
+from .degraded import Degradation
 from .embeddings import named_embedder
 from .errors import InvalidArgument, MnemoError, StorageUnavailable, TierUnavailable, excerpt
 from .graph.review import ReviewItem, WriteKind
@@ -57,7 +57,7 @@ from .safety import build_memory_context_block, inject_memory_context, render_se
 from .safety.scan import finding_labels
 from .storage import open_curated
 from .taint import TaintTracker
-from .tools._json import failure, refusal
+from .tools._json import failure, refusal, unavailable_result
 from .tools.graph import held_result
 from .tools.memory import (
     MEMORY_TOOL_SCHEMA,

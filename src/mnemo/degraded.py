@@ -22,9 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .tools._json import failure
-
-__all__ = ["Degradation", "unavailable_result"]
+__all__ = ["Degradation"]
 
 
 @dataclass(frozen=True)
@@ -42,11 +40,3 @@ class Degradation:
     def __str__(self) -> str:
         return f"{self.component}: {self.reason}"
 
-
-def unavailable_result(tool: str, degradation: Degradation) -> str:
-    """The answer to a call of ``tool`` whose component is down: the reason, as a tool result."""
-    return failure(
-        f"tool {tool!r} is unavailable this session: {degradation.component} could not start "
-        f"({degradation.reason}); tell the user (`mnemo doctor` shows how to repair it)",
-        unavailable=degradation.component,
-    )

@@ -14,9 +14,12 @@ import json
 import re
 from collections.abc import Mapping
 from itertools import accumulate
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidArgument, check_text, excerpt
+
+if TYPE_CHECKING:
+    from ..degraded import Degradation
 
 MAX_ARGUMENT_DEPTH = 16
 """Deepest nesting of objects and arrays accepted in tool arguments (the tools need at most 4)."""
@@ -148,3 +151,12 @@ def parse_arguments(arguments: Any, tool_schema: Mapping[str, Any] | None = None
     if tool_schema is not None:
         _check_fields(arguments, parameters_of(tool_schema))
     return dict(arguments)
+
+
+def unavailable_result(tool: str, degradation: Degradation) -> str:
+    """The answer to a call of ``tool`` whose component is down: the reason, as a tool result."""
+    return failure(
+        f"tool {tool!r} is unavailable this session: {degradation.component} could not start "
+        f"({degradation.reason}); tell the user (`mnemo doctor` shows how to repair it)",
+        unavailable=degradation.component,
+    )
