@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from mnemo import _db
+from mnemo.backends.sqlite.graph import SqliteEngine
 from mnemo.embeddings.vector_file import (
     HEADER_BYTES,
     directory_for,
@@ -25,8 +26,7 @@ from mnemo.embeddings.vector_file import (
     vector_file_status,
     vector_files,
 )
-from mnemo.graph import MemoryGraph, Scope, store
-from mnemo.graph.engine import SqliteEngine
+from mnemo.graph import MemoryGraph, Scope, reads
 from mnemo.storage import open_graph
 
 from ._support import Clock, ConceptEmbedder
@@ -201,7 +201,7 @@ def test_a_file_left_by_a_process_killed_mid_append_gives_the_fresh_answers(fill
     size = path.stat().st_size
     child = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(_KILLED_MID_APPEND), str(filled)],
-        stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(TESTS)},
+        stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS.parent / "src"), str(TESTS)])},
     )  # fmt: skip
     try:
         assert child.stdout is not None and child.stdout.readline().strip() == "rows written"
@@ -301,7 +301,7 @@ print(checked)
 
 
 def test_two_writers_and_a_reader_never_see_a_vector_of_the_wrong_memory(filled):
-    env = {**os.environ, "PYTHONPATH": str(TESTS)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS.parent / "src"), str(TESTS)])}
     writers = [
         subprocess.Popen([sys.executable, "-c", textwrap.dedent(_WRITER), str(filled), name], env=env)
         for name in ("left", "right")
@@ -334,7 +334,7 @@ def test_a_new_process_embeds_the_newest_memories_at_once_and_the_backlog_once_i
         released.wait(10)
         return finding(*args)
 
-    monkeypatch.setattr(store, "SCAN_PER_RECALL", 3)
+    monkeypatch.setattr(reads, "SCAN_PER_RECALL", 3)
     monkeypatch.setattr(SqliteEngine, "first_pending", slow_first_pending)
     with _open(db_path) as graph:
         hits = {r.memory.id for r in graph.recall("canine", touch=False) if "vector" in r.channels}

@@ -41,10 +41,10 @@ from ..errors import InvalidArgument
 from ..provenance import parse_origin
 from .schema import scope_params
 from .types import MemoryType, Relation
+from .writes import GraphWrites
 
 if TYPE_CHECKING:
     from .engine import GraphEngine
-    from .store import MemoryGraph
 
 DAY = 86_400.0
 DECAY_PER_DAY = 0.05
@@ -154,7 +154,7 @@ class _Rules:
 
 
 def maintain(
-    graph: MemoryGraph,
+    graph: GraphWrites,
     *,
     now: float | None = None,
     due_only: bool = False,
@@ -255,7 +255,7 @@ def _non_negative(value: Any, field: str) -> float:
 _WHERE_SCOPE = "user_id = ? AND agent_id = ? AND channel_id = ?"
 
 
-def _due(graph: MemoryGraph, now: float, interval_hours: float) -> bool:
+def _due(graph: GraphWrites, now: float, interval_hours: float) -> bool:
     with graph._lock:
         row = graph._conn.execute(
             f"SELECT last_pass_at, pass_at FROM graph_maintenance WHERE {_WHERE_SCOPE}", scope_params(graph.scope)
@@ -265,7 +265,7 @@ def _due(graph: MemoryGraph, now: float, interval_hours: float) -> bool:
     return now - row[0] >= interval_hours * 3600.0
 
 
-def _state(conn: Any, graph: MemoryGraph) -> dict[str, Any]:
+def _state(conn: Any, graph: GraphWrites) -> dict[str, Any]:
     conn.execute(
         "INSERT INTO graph_maintenance (user_id, agent_id, channel_id) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
         scope_params(graph.scope),
@@ -280,7 +280,7 @@ def _state(conn: Any, graph: MemoryGraph) -> dict[str, Any]:
 class _Lease:
     """The right to run this scope's pass, held until released or until it expires (a killed process)."""
 
-    def __init__(self, graph: MemoryGraph, owner: str, seconds: float) -> None:
+    def __init__(self, graph: GraphWrites, owner: str, seconds: float) -> None:
         self.graph, self.owner, self.seconds = graph, owner, seconds
 
     def take(self) -> bool:
@@ -315,7 +315,7 @@ class _Lease:
             )
 
 
-def _in_batches(step: Any, graph: MemoryGraph, lease: _Lease, budget: int | None, batch: int) -> bool:
+def _in_batches(step: Any, graph: GraphWrites, lease: _Lease, budget: int | None, batch: int) -> bool:
     """Run ``step`` (one batch in one write transaction, cursors included) until it reports the phase done,
     the budget is spent or the lease is lost; true when the phase is done."""
     spent = 0
@@ -343,7 +343,7 @@ class _Pass:
     """One call's pass: its scope's graph, date, rules, cursors and counts; ``owner`` holds the lease (None:
     a dry run, whose cursors are not saved)."""
 
-    graph: MemoryGraph
+    graph: GraphWrites
     now: float
     rules: _Rules
     state: dict[str, Any]
@@ -468,7 +468,7 @@ def _link_phase(conn: Any, run: _Pass, limit: int | None) -> tuple[int, bool]:
 
 def _connect(
     conn: Any,
-    graph: MemoryGraph,
+    graph: GraphWrites,
     rules: _Rules,
     new: list[Any],
     hits: list[list[tuple[Any, float]]],
@@ -514,7 +514,7 @@ def _same_trust(one: Any, other: Any) -> bool:
     return parse_origin(one["origin"]).trust is parse_origin(other["origin"]).trust
 
 
-def _merge(conn: Any, graph: MemoryGraph, newer: Any, older: Any, now: float, weight: float) -> None:
+def _merge(conn: Any, graph: GraphWrites, newer: Any, older: Any, now: float, weight: float) -> None:
     """``newer`` supersedes its near-duplicate ``older`` and takes over its use and weight."""
     graph._link(conn, newer["id"], older["id"], Relation.UPDATES, 1.0)
     current = conn.execute(
@@ -572,7 +572,7 @@ def _connected(conn: Any, a: str, b: str) -> bool:
     )
 
 
-def maintenance_log(graph: MemoryGraph, memory_id: str) -> list[dict[str, Any]]:
+def maintenance_log(graph: GraphWrites, memory_id: str) -> list[dict[str, Any]]:
     """What maintenance did to ``memory_id`` (pruned, merged into, contradicted by), oldest first."""
     from .._time import iso
 
@@ -583,3 +583,10 @@ def maintenance_log(graph: MemoryGraph, memory_id: str) -> list[dict[str, Any]]:
         ).fetchall()
     return [{"at": iso(r[0]), "action": r[1], "other": r[2], "detail": r[3]} for r in rows]
 
+
+class GraphMaintenance(GraphWrites):
+    """The graph's maintenance pass, as a method of the graph it maintains."""
+
+    def maintain(self, now: float | None = None, **options: Any) -> MaintenanceReport:
+        """Run a maintenance pass over this scope: see :func:`maintain`."""
+        return maintain(self, now=now, **options)
