@@ -25,7 +25,6 @@ lower-casing of the same text for the scan; joining the same chunks for the scru
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import math
 import statistics
@@ -46,12 +45,10 @@ import train_scan  # noqa: E402
 
 from _tables import print_table  # noqa: E402
 from mnemo.safety import ContextScrubber, build_memory_context_block, sanitize_context, scan  # noqa: E402
-from mnemo.safety.classifier import Model, load_model  # noqa: E402
+from mnemo.safety.classifier import Model, best_readings, load_model  # noqa: E402
+from mnemo.safety.normalize import readings as scan_readings  # noqa: E402
 from mnemo.safety.scan import DEFAULT_SCAN_THRESHOLD, SCAN_CHAR_LIMIT  # noqa: E402
 from mnemo.storage import open_graph  # noqa: E402
-
-# The package re-exports the function under the module's name, so fetch the module itself.
-scan_module = importlib.import_module("mnemo.safety.scan")
 
 
 def _median_seconds(function: Callable[[], object], *, budget: float = 0.4) -> float:
@@ -164,7 +161,7 @@ def _runs(text: str, width: int = 8) -> set[str]:
 
 def _score_all(examples: list[train_scan.Example]) -> list[_Scored]:
     """Every example, scored by patterns, its leave-one-group-out model and the shipped one."""
-    readings = [scan_module._readings(example.text[:SCAN_CHAR_LIMIT]) for example in examples]
+    readings = [scan_readings(example.text[:SCAN_CHAR_LIMIT]) for example in examples]
     runs = [_runs(example.text) for example in examples]
     shipped_model = load_model()
     held_out: dict[int, float] = {}
@@ -182,11 +179,11 @@ def _score_all(examples: list[train_scan.Example]) -> list[_Scored]:
         weights, bias = train_scan.fit(training)
         model = Model(*train_scan.quantise(weights), bias)
         members = [index for index, example in enumerate(examples) if example.group == group]
-        best = scan_module._classifier_best([readings[index] for index in members], model)
+        best = best_readings([readings[index] for index in members], model)
         held_out.update((index, probability) for index, (probability, _) in zip(members, best, strict=True))
-    shipped = scan_module._classifier_best(readings, shipped_model)
+    shipped = best_readings(readings, shipped_model)
     weights, bias = train_scan.fit(examples)
-    in_sample = scan_module._classifier_best(readings, Model(*train_scan.quantise(weights), bias))
+    in_sample = best_readings(readings, Model(*train_scan.quantise(weights), bias))
     return [
         _Scored(
             example, bool(scan(example.text, threshold=1.0)), held_out[index], shipped[index][0], in_sample[index][0]

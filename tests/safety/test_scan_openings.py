@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mnemo.safety.openings import Openings, by_openings
-from mnemo.safety.scan import _compiled
+from mnemo.safety.rules import compiled as _compiled
 
 
 def _literals(pattern: str) -> tuple[str, ...] | None:

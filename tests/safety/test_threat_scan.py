@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import importlib
 import re
 import time
 
 import pytest
 
 from mnemo.safety.normalize import fold, views
+from mnemo.safety.rules import compiled
 from mnemo.safety.scan import (
     CATEGORIES,
     EXFILTRATION,
@@ -335,12 +335,10 @@ def test_hostile_note_is_caught_in_its_category(note: str, category: str) -> Non
 @pytest.mark.parametrize("note", [note for note, _ in HOSTILE_NOTES] + ORDINARY_NOTES)
 def test_literal_pre_check_never_hides_a_pattern_match(note: str) -> None:
     """The cheap substring test before each pattern is an optimisation, never a filter."""
-    # The package re-exports the function under the module's name, so fetch the module itself.
-    scan_module = importlib.import_module("mnemo.safety.scan")
     folded = fold(note)
     readings = [folded, *(view.text for view in views(folded))]
     every_match = {
-        rule.name for rule in scan_module._compiled() for text in readings if rule.pattern.search(text.lower())
+        rule.name for rule in compiled() for text in readings if rule.pattern.search(text.lower())
     }
     reported = {finding.rule for finding in scan(note) if finding.layer == "pattern"}
     assert reported == every_match

@@ -25,7 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .normalize import fold
+from .findings import CLASSIFIER_RULE, EXCERPT_CHARS, PROMPT_INJECTION, Finding, excerpt
+from .normalize import View, fold
 
 __all__ = [
     "FEATURE_BITS", "WEIGHTS_FILE", "Model", "feature_indices", "features_of_many", "injection_probability", "load_model",
@@ -200,3 +201,30 @@ def load_model() -> Model:
 def injection_probability(text: str) -> float:
     """Probability, in [0, 1], that ``text`` tries to instruct the model that reads it (the shipped model)."""
     return load_model().probability(text)
+
+
+def best_readings(batch: Sequence[list[View]], model: Model) -> list[tuple[float, View]]:
+    """For each text's readings, the highest probability ``model`` gives any of them, and that reading; every
+    reading of the batch is scored in one pass.
+
+    rot13 is left to the patterns: the classifier was never trained on rotated text.
+    """
+    scored = [
+        (index, reading) for index, readings in enumerate(batch) for reading in readings if reading.via != "rot13"
+    ]
+    best = [(0.0, readings[0]) for readings in batch]
+    for (index, reading), probability in zip(
+        scored, model.probabilities([reading.text for _, reading in scored], folded=True), strict=True
+    ):
+        if probability > best[index][0]:
+            best[index] = (probability, reading)
+    return best
+
+
+def classifier_finding(probability: float, reading: View, threshold: float) -> Finding | None:
+    """A finding for the classifier's best reading of a text, if its score reaches ``threshold``."""
+    if probability < threshold:
+        return None
+    snippet = excerpt(reading.text, 0, min(len(reading.text), EXCERPT_CHARS))
+    return Finding(PROMPT_INJECTION, CLASSIFIER_RULE, snippet, "classifier", reading.via, round(probability, 4))
+

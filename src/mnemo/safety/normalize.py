@@ -278,3 +278,10 @@ def views(folded: str) -> list[View]:
         if reading is not None:
             found.append(View(via, reading))
     return found[:MAX_VIEWS]
+
+
+def readings(head: str) -> list[View]:
+    """The folded text, then every extra reading of it."""
+    folded = fold(head)
+    return [View("", folded), *views(folded)]
+
