@@ -375,8 +375,8 @@ def _database_server(checkup: Checkup) -> Iterator[Finding]:
     url = checkup.settings.database_url
     if not url:
         return
-    from .postgres import archive_schema as postgres_archive
-    from .postgres.connection import SCHEMA, redact
+    from .backends.postgres import archive_schema as postgres_archive
+    from .backends.postgres.connection import SCHEMA, redact
 
     shown = redact(url)
     try:

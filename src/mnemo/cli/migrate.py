@@ -11,8 +11,14 @@ from ._settings import settings_for
 
 
 def _migrate(args: argparse.Namespace) -> int:
-    from ..postgres.connection import is_url
-    from ..postgres.migrate import count_memories, count_messages, migrate_archive, migrate_curated, migrate_graph
+    from ..backends.postgres.migrate import (
+        count_memories,
+        count_messages,
+        migrate_archive,
+        migrate_curated,
+        migrate_graph,
+    )
+    from ..storage import is_url
 
     if not is_url(args.to):
         raise CliError("--to must be a postgresql:// URL")

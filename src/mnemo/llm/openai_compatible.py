@@ -9,7 +9,7 @@ import threading
 import uuid
 import weakref
 from collections.abc import AsyncGenerator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import openai
 
@@ -17,8 +17,14 @@ from ..errors import InvalidArgument
 from .errors import LLMError, LLMNotConfigured
 from .response import ChatResponse, ToolCall
 
-if TYPE_CHECKING:
-    from ..config import Settings
+
+class LLMSettings(Protocol):
+    """The settings :meth:`OpenAICompatibleLLM.from_settings` reads (:class:`mnemo.config.Settings` has them)."""
+
+    llm_base_url: str | None
+    llm_model: str | None
+    llm_api_key: str | None
+    llm_timeout: float
 
 #: Sent as the bearer token when no key is configured: local servers ignore it, and the ``openai``
 #: package refuses to build a client without one.
@@ -77,7 +83,7 @@ class OpenAICompatibleLLM:
 
     @classmethod
     def from_settings(
-        cls, settings: Settings, *, environ: Mapping[str, str] | None = None, **options: Any
+        cls, settings: LLMSettings, *, environ: Mapping[str, str] | None = None, **options: Any
     ) -> OpenAICompatibleLLM:
         """Build the client from mnemo settings (``llm_base_url``, ``llm_model``, ``llm_api_key``,
         ``llm_timeout``).

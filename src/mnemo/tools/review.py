@@ -6,14 +6,29 @@ untrusted content that entered the model's context."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import InvalidArgument, MnemoError, excerpt
 from ..graph.review import ReviewState
 from ._json import check_required, failure, function_schema, parse_arguments, success
 
 if TYPE_CHECKING:
-    from ..agent import AgentMemory
+    from ..graph.review import ReviewItem
+
+
+class Reviewer(Protocol):
+    """What the review tools call: the session's review queue and its taint report (an
+    :class:`~mnemo.agent.AgentMemory`, which sits above the tools)."""
+
+    def review_list(self, state: str | None = ..., *, query: str | None = ...) -> list[ReviewItem]: ...
+
+    def review_show(self, item_id: str) -> ReviewItem: ...
+
+    def review_approve(self, item_id: str, *, digest: str | None = ...) -> ReviewItem: ...
+
+    def review_reject(self, item_id: str) -> ReviewItem: ...
+
+    def report_untrusted(self, content: str, *, source: str, kind: str = ...) -> bool: ...
 
 _ID = {"id": {"type": "string", "description": "The held write's id (from review_list)."}}
 
@@ -57,32 +72,32 @@ REVIEW_TOOL_NAMES: frozenset[str] = frozenset(s["function"]["name"] for s in REV
 _SCHEMAS = {schema["function"]["name"]: schema for schema in REVIEW_TOOL_SCHEMAS}
 
 
-def _list(memory: AgentMemory, args: Mapping[str, Any]) -> str:
+def _list(memory: Reviewer, args: Mapping[str, Any]) -> str:
     state = args.get("state", ReviewState.PENDING.value)
     items = memory.review_list(None if state == "all" else state, query=args.get("query"))
     return success(count=len(items), items=[item.as_dict() for item in items])
 
 
-def _show(memory: AgentMemory, args: Mapping[str, Any]) -> str:
+def _show(memory: Reviewer, args: Mapping[str, Any]) -> str:
     return success(item=memory.review_show(args["id"]).as_dict())
 
 
-def _approve(memory: AgentMemory, args: Mapping[str, Any]) -> str:
+def _approve(memory: Reviewer, args: Mapping[str, Any]) -> str:
     item = memory.review_approve(args["id"], digest=args["digest"])
     return success(item=item.as_dict(), message="Approved: the write is in memory now.")
 
 
-def _reject(memory: AgentMemory, args: Mapping[str, Any]) -> str:
+def _reject(memory: Reviewer, args: Mapping[str, Any]) -> str:
     item = memory.review_reject(args["id"])
     return success(item=item.as_dict(), message="Rejected: the write will never be applied.")
 
 
-def _report(memory: AgentMemory, args: Mapping[str, Any]) -> str:
+def _report(memory: Reviewer, args: Mapping[str, Any]) -> str:
     tainted = memory.report_untrusted(args["content"], source=args["source"])
     return success(tainted=tainted)
 
 
-_HANDLERS: dict[str, Callable[[AgentMemory, Mapping[str, Any]], str]] = {
+_HANDLERS: dict[str, Callable[[Reviewer, Mapping[str, Any]], str]] = {
     "review_list": _list,
     "review_show": _show,
     "review_approve": _approve,
@@ -91,7 +106,7 @@ _HANDLERS: dict[str, Callable[[AgentMemory, Mapping[str, Any]], str]] = {
 }
 
 
-def handle_review_call(memory: AgentMemory, name: str, arguments: Any) -> str:
+def handle_review_call(memory: Reviewer, name: str, arguments: Any) -> str:
     """Run review tool ``name`` on ``memory``'s session; a JSON string, a refusal naming its field."""
     handler = _HANDLERS.get(name)
     if handler is None:
