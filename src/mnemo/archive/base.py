@@ -2,7 +2,7 @@
 
 The archive's behaviour (validation, scopes, lineage, grouping search hits by conversation, context around
 a hit) is written once here against a few primitives each engine supplies: a read connection, a retried
-write transaction, the batch insert of messages, and a searcher. SQLite (:class:`~mnemo.archive.SessionArchive`)
+write transaction, the batch insert of messages, and a searcher. SQLite (:class:`~mnemo.backends.sqlite.archive.SessionArchive`)
 and PostgreSQL (:class:`~mnemo.backends.postgres.PostgresArchive`) implement those; statements shared by both use
 ``?`` placeholders and portable SQL.
 

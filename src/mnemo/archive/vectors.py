@@ -1,6 +1,6 @@
 """The archive's vector channel: message embeddings stored in ``message_vectors``, searched from a file.
 
-Used only when a :class:`~mnemo.archive.SessionArchive` is given an embedder. Messages are embedded lazily
+Used only when a :class:`~mnemo.backends.sqlite.archive.SessionArchive` is given an embedder. Messages are embedded lazily
 and in bounded batches (at search time unless ``embed_at_search`` is off, or by
 :meth:`MessageVectors.embed_pending`, which runs the model without holding the connection, so searches go on
 meanwhile), so appending stays as fast as without vectors; a message not embedded yet is still found by full

@@ -51,14 +51,8 @@ def parse_time(value: Any, field: str) -> float | None:
 
 
 class GraphCore:
-    """Typed memories with importance, timestamps, typed associations and hybrid recall.
-
-    ``engine`` is the database holding it (see :mod:`mnemo.graph.engine`): open one, and the graph on it, with
-    :func:`mnemo.storage.open_graph` (a path to mnemo's SQLite database, an open SQLite connection, or a
-    ``postgresql://`` URL); :meth:`close` closes the engine. Every read and write is confined to ``scope``. With
-    ``embedder=None`` recall uses full text and the graph only, and is still complete. Each recall first
-    embeds at most ``embed_per_recall`` pending memories.
-    """
+    """What every part of :class:`~mnemo.graph.MemoryGraph` stands on: the engine, the scope, the lock, the
+    checks of what is written, and keeping vectors up to date (see the graph's own docstring)."""
 
     def __init__(
         self,
@@ -73,7 +67,7 @@ class GraphCore:
     ) -> None:
         check_threshold(scan_threshold)
         if not isinstance(engine, GraphEngine):
-            raise TypeError(f"MemoryGraph needs a GraphEngine, got {type(engine).__name__}: open a database with mnemo.storage.open_graph")
+            raise InvalidArgument("engine", f"must be a GraphEngine, got {type(engine).__name__} (open a database with mnemo.storage.open_graph)")
         self._engine = engine
         self._conn = self._engine.conn
         self._owns_connection = True

@@ -1,6 +1,6 @@
 """``PostgresArchive``: the session archive in PostgreSQL, for several hosts sharing one memory.
 
-It behaves exactly as :class:`~mnemo.archive.SessionArchive` (the behaviour is written once in
+It behaves exactly as :class:`~mnemo.backends.sqlite.archive.SessionArchive` (the behaviour is written once in
 :class:`~mnemo.archive.base.Archive`); what differs is the engine: a pooled connection per call instead of
 one locked connection, message ids from an identity column, full text from a ``tsvector`` column and vectors
 from pgvector (:mod:`mnemo.backends.postgres.search`, :mod:`mnemo.backends.postgres.vectors`).
@@ -45,7 +45,7 @@ class PostgresArchive(Archive):
         self, url: str, *, embedder: Embedder | None = None, scope: Scope | None = None, embed_at_search: bool = True
     ) -> None:
         """``url`` is a ``postgresql://`` URL; ``embedder``, ``scope`` and ``embed_at_search`` as for
-        :class:`~mnemo.archive.SessionArchive`. The schema is created or migrated on first use; a schema
+        :class:`~mnemo.backends.sqlite.archive.SessionArchive`. The schema is created or migrated on first use; a schema
         holding tables that are not mnemo's is refused before anything is written."""
         self.url = url
         self.location = redact(url)
