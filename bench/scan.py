@@ -329,11 +329,11 @@ def _entry_p95(texts: list[str]) -> tuple[float, float]:
 
 def _remember_many_rate(notes: list[str], *, scanning: bool) -> float:
     """Memories per second written by ``remember_many`` (batches of 1,000) into a fresh graph."""
-    from mnemo.graph import store as graph_store
+    from mnemo.graph import core as graph_core
 
-    original = graph_store.scan_many
+    original = graph_core.scan_many
     if not scanning:
-        graph_store.scan_many = lambda texts, threshold=None: [()] * len(texts)  # type: ignore[assignment]
+        graph_core.scan_many = lambda texts, threshold=None: [()] * len(texts)  # type: ignore[assignment]
     try:
         with tempfile.TemporaryDirectory() as directory:
             graph = open_graph(Path(directory) / "state.db")
@@ -343,7 +343,7 @@ def _remember_many_rate(notes: list[str], *, scanning: bool) -> float:
             elapsed = time.perf_counter() - started
             graph.close()
     finally:
-        graph_store.scan_many = original
+        graph_core.scan_many = original
     return len(notes) / elapsed
 
 
