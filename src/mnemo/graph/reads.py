@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..embeddings.queries import PrefetchedEmbedder, query_vectors_of
 from ..errors import InvalidArgument
 from . import recall as _recall
+from .core import GraphCore, parse_time
 from .errors import MemoryNotFound
 from .schema import SCOPE_CLAUSE, SELECT_MEMORY, row_to_memory, scope_params
 from .types import (
@@ -18,11 +19,6 @@ from .types import (
     Scope,
     parse_memory_type,
 )
-
-if TYPE_CHECKING:
-    pass
-
-from .core import GraphCore, parse_time
 
 # The newest memories (by seq) a recall checks for missing vectors while it does not yet know how far all
 # are embedded.

@@ -7,11 +7,12 @@ import dataclasses
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from .._time import to_timestamp
 from ..errors import InvalidArgument, excerpt
 from ..provenance import OPERATOR, Provenance, join, parse_origin
+from .core import GraphCore, Link
 from .errors import ImportConflict, MemoryNotFound
 from .schema import SCOPE_CLAUSE, SELECT_MEMORY, row_to_memory, scope_params
 from .types import (
@@ -23,11 +24,6 @@ from .types import (
     parse_relation,
     parse_unit_interval,
 )
-
-if TYPE_CHECKING:
-    pass
-
-from .core import GraphCore, Link
 
 _INSERT_MEMORY = (
     "INSERT INTO graph_memories (id, content, type, importance, created_at, updated_at, source, subject,"
