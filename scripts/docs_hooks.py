@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import argparse
 import inspect
-import io
 import re
 import sys
-import tokenize
 import types
 import typing
 from pathlib import Path
