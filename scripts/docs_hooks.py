@@ -9,6 +9,7 @@ or an option added to the code appears on the site without anyone copying it by 
 from __future__ import annotations
 
 import argparse
+import html
 import inspect
 import re
 import sys
@@ -97,10 +98,28 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def _environment(name: str, field) -> str:
+    from mnemo.config import ENV_PREFIX
+
+    if name == "home":
+        return "`MNEMO_HOME`"
+    if typing.get_origin(field.annotation) in (tuple, dict):
+        return "(`config.toml` only)"  # an environment variable is one string, never a list or a table
+    return f"`{ENV_PREFIX}{name.upper()}`"
+
+
 def settings_reference() -> str:
-    from mnemo.config import ENV_PREFIX, Settings
+    from mnemo.config import Settings
 
     comments = _field_comments(Settings)
+    # Settings the source groups under one comment are documented together, as the source reads.
+    groups: list[tuple[str, list[str]]] = []
+    for name in Settings.model_fields:
+        note = comments.get(name, "")
+        if groups and groups[-1][0] == note and note:
+            groups[-1][1].append(name)
+        else:
+            groups.append((note, [name]))
     lines = [
         "# Configuration reference",
         "",
@@ -108,23 +127,20 @@ def settings_reference() -> str:
         "the note the source keeps beside it. How the four sources combine is on the",
         "[configuration page](../configuration.md).",
         "",
-        "| setting | type | default | environment | note |",
-        "|---|---|---|---|---|",
     ]
-    for name, field in Settings.model_fields.items():
-        if name == "home":
-            environment = "`MNEMO_HOME`"
-        elif typing.get_origin(field.annotation) in (tuple, dict):
-            environment = "(`config.toml` only)"  # an environment variable is one string, never a list or table
-        else:
-            environment = f"`{ENV_PREFIX}{name.upper()}`"
-        bounds = _bounds(field)
-        kind = _type_name(field.annotation) + (f" ({bounds})" if bounds else "")
-        default = "the home directory" if name == "home" else _default(field)
-        lines.append(
-            f"| `{name}` | {_cell(kind)} | {_cell(default)} | {environment} | {_cell(comments.get(name, ''))} |"
-        )
-    return "\n".join(lines) + "\n"
+    for note, names in groups:
+        lines += ["## " + ", ".join(f"`{name}`" for name in names), ""]
+        if note:
+            lines += [html.escape(note[0].upper() + note[1:], quote=False), ""]
+        lines += ["| setting | type | default | environment |", "|---|---|---|---|"]
+        for name in names:
+            field = Settings.model_fields[name]
+            bounds = _bounds(field)
+            kind = _type_name(field.annotation) + (f" ({bounds})" if bounds else "")
+            default = "`~/.mnemo`" if name == "home" else _default(field)
+            lines.append(f"| `{name}` | {_cell(kind)} | {_cell(default)} | {_environment(name, field)} |")
+        lines.append("")
+    return "\n".join(lines)
 
 
 # ------------------------------------------------------------------ command line

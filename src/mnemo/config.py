@@ -72,6 +72,7 @@ class Settings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    # where mnemo keeps its files: the home given (--home), else $MNEMO_HOME, else ~/.mnemo (see resolve_home)
     home: Path
 
     # whose memory: every read and write of the archive and the graph is confined to this exact
