@@ -1,15 +1,16 @@
 """Every test, each in the environment it needs: ``pip install nox && nox`` (the README's test command, and
 what CI runs). ``nox -s tests -- tests/graph`` runs part of the main session.
 
-Two environments because the OpenAI Agents SDK needs ``openai>=3`` while Hermes Agent 0.19 pins
-``openai==2.24.0``: the Agents SDK adapter is tested apart, everything else (Hermes included) together.
+Two test environments because the OpenAI Agents SDK needs ``openai>=3`` while Hermes Agent 0.19 pins
+``openai==2.24.0``: the Agents SDK adapter is tested apart, everything else (Hermes included) together. A third
+builds the documentation site, strictly, so a broken link or a missing reference fails the run.
 """
 
 from __future__ import annotations
 
 import nox
 
-nox.options.sessions = ["tests", "openai-agents"]
+nox.options.sessions = ["tests", "openai-agents", "docs"]
 nox.options.error_on_missing_interpreters = True
 
 
@@ -28,3 +29,11 @@ def openai_agents(session: nox.Session) -> None:
         "pytest", "-q", "tests/integrations/test_openai_agents.py", "tests/integrations/test_docs_examples.py",
         *session.posargs,
     )  # fmt: skip
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """The documentation site (mkdocs.yml): strict, so a broken link, a missing anchor or an API name that
+    no longer resolves fails; offline, nothing is fetched."""
+    session.install("-e", ".[docs]")
+    session.run("mkdocs", "build", "--strict", *session.posargs, env={"NO_MKDOCS_2_WARNING": "1"})

@@ -19,7 +19,9 @@ from mnemo.cli import build_parser, main
 from mnemo.config import load_settings
 from support.openai_server import OpenAIServer, Reply
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+# Every page a reader copies commands from: the front page and the documentation site's pages.
+DOCUMENTATION = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
 
 @pytest.fixture
@@ -340,11 +342,18 @@ def test_demo_and_chat_print_json(run, tmp_path, monkeypatch):
     assert [(t["success"], t["user"], t["reply"]) for t in turns] == [(True, "hello", "Hi."), (True, "second", "Again.")]
 
 
-# ------------------------------------------------------------------ the README's commands
+# ------------------------------------------------------------------ the documentation's commands
 
 
-def _readme_commands() -> list[str]:
-    text = README.read_text(encoding="utf-8")
+def _documented_commands() -> list[tuple[str, str]]:
+    """``(page, form)`` for every ``mnemo ...`` form the README and the docs pages show."""
+    found = []
+    for page in DOCUMENTATION:
+        found += [(page.relative_to(ROOT).as_posix(), form) for form in _commands_in(page.read_text(encoding="utf-8"))]
+    return found
+
+
+def _commands_in(text: str) -> list[str]:
     inline = re.findall(r"`(mnemo [^`]+)`", text)
     blocks = re.findall(r"```sh\n(.*?)```", text, flags=re.S)
     fenced = [line.split("&&")[-1].strip() for block in blocks for line in block.splitlines() if "mnemo " in line]
@@ -354,23 +363,24 @@ def _readme_commands() -> list[str]:
     return inline + fenced
 
 
-def test_every_cli_form_the_readme_shows_exists():
+def test_every_cli_form_the_documentation_shows_exists():
     leaves = dict(_leaves(build_parser()))
-    forms = _readme_commands()
-    assert len(forms) >= 5 and any("demo" in form for form in forms)
+    documented = _documented_commands()
+    assert any(page == "README.md" and "demo" in form for page, form in documented)
+    assert len({page for page, _ in documented}) >= 10  # the docs pages are read, not only the README
     root = {option for action in build_parser()._actions for option in action.option_strings}
-    for form in forms:
+    for page, form in documented:
         words = shlex.split(form)[1:]
         while words[0] in ("--home", "--json", "-v"):
             words = words[2:] if words[0] == "--home" else words[1:]
         if not re.fullmatch(r"[a-z]+", words[0]):  # the synopsis: `mnemo [--home DIR] ... COMMAND ...`
-            assert set(re.findall(r"--?[a-z][a-z-]*", form)) <= root, form
+            assert set(re.findall(r"--?[a-z][a-z-]*", form)) <= root, f"{page} shows `{form}`"
             continue
         group, rest = words[0], words[1:]
         actions = rest[0].split("|") if rest and not rest[0].startswith(("-", "[")) else [None]
         options = set(re.findall(r"--[a-z][a-z-]*", " ".join(rest)))
         for action in actions:
             path = (group,) if action is None else (group, action)
-            assert path in leaves, f"README shows `{form}`: there is no `mnemo {' '.join(path)}`"
+            assert path in leaves, f"{page} shows `{form}`: there is no `mnemo {' '.join(path)}`"
             known = {option for a in leaves[path]._actions for option in a.option_strings}
-            assert options <= known, f"README shows `{form}`: `mnemo {' '.join(path)}` has no {sorted(options - known)}"
+            assert options <= known, f"{page} shows `{form}`: `mnemo {' '.join(path)}` has no {sorted(options - known)}"

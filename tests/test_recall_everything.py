@@ -22,7 +22,7 @@ FAST = {"graph_embedder": "none", "archive_embedder": "none"}
 
 
 def _say(home: Path, session: str, *turns: tuple[str, str], user: str = "ada", **settings: object) -> None:
-    """One session of the README loop: prepare_messages, turn_complete per exchange, then close()."""
+    """One session of the agent loop the README shows: prepare_messages, turn_complete per exchange, then close()."""
     with AgentMemory.open(session, home=home, user_id=user, **{**FAST, **settings}) as memory:
         history: list[dict[str, str]] = []
         for said, reply in turns:

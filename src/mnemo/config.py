@@ -72,6 +72,7 @@ class Settings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    # where mnemo keeps its files: the home given (--home), else $MNEMO_HOME, else ~/.mnemo (see resolve_home)
     home: Path
 
     # whose memory: every read and write of the archive and the graph is confined to this exact
@@ -86,6 +87,8 @@ class Settings(BaseModel):
     # curated memory: as files in the home (default), or as rows of the database_url's PostgreSQL database,
     # so hosts sharing one memory share one curated pair too (see mnemo.backends.postgres.curated)
     curated_backend: Literal["files", "postgres"] = "files"
+
+    # curated memory: the hard caps of MEMORY.md and USER.md, in characters
     memory_char_limit: int = Field(2200, gt=0)
     user_char_limit: int = Field(1375, gt=0)
 
@@ -97,9 +100,13 @@ class Settings(BaseModel):
     # session archive and memory graph: in HOME/mnemo.db (unset), or in the PostgreSQL database this
     # postgresql:// URL names (several hosts sharing one memory; see mnemo.backends.postgres)
     database_url: str | None = None
+
+    # the built-in providers (session archive, memory graph), and the per-turn recall budget in characters
+    # (the graph's memories and earlier sessions' passages together)
     archive_enabled: bool = True
     graph_enabled: bool = True
     graph_context_chars: int = Field(1500, ge=0)
+
     # graph maintenance (decay, pruning, links, merges) at session start when due (0: never), and the
     # bulletin frozen into the system prompt (0 characters: none)
     maintenance_interval_hours: float = Field(24.0, ge=0)

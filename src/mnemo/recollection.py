@@ -234,12 +234,14 @@ def turn_context(
     frozen: Collection[str] = frozenset(),
     in_context: tuple[str, int] | None = None,
 ) -> TurnContext:
-    """The per-turn context for ``message``, as the graph provider adds it: :func:`recall_everything` (twice
-    ``most`` candidates, plus room for those left out), less the memories whose text (see :func:`comparable`)
+    """The per-turn context for ``message``, as the graph provider adds it: :func:`recall_everything` (``most``
+    candidates, plus room for those left out), less the memories whose text (see :func:`comparable`)
     is in ``frozen`` (the curated snapshot the system prompt already shows), rendered within ``budget``
     characters and ``most`` items by :func:`render_context`. It never waits to embed pending memories: the
     graph's provider embeds them after each turn."""
-    limit = min(2 * most + len(frozen), MAX_RECALL_LIMIT)
+    # Fetching twice ``most`` reached the same evidence on LoCoMo dev (0.782 / 0.661 any / all either way) for
+    # 60% more candidates to read and rank each turn.
+    limit = min(most + len(frozen), MAX_RECALL_LIMIT)
     found = (
         recall_everything(graph, archive, message, limit=limit, in_context=in_context, catch_up=False)
         if message.strip()

@@ -32,7 +32,7 @@ from mnemo.safety.scan import CATEGORIES, CLASSIFIER_RULE, DEFAULT_SCAN_THRESHOL
 
 DATA = Path(__file__).parent / "data"
 # Pinned so a retrained or corrupted model never ships by accident: retrain with scripts/train_scan.py,
-# rerun bench/scan.py, update the README's numbers, then this hash.
+# rerun bench/scan.py, update its numbers in docs/benchmarks.md, then this hash.
 WEIGHTS_SHA256 = "c9b77dda3ddf2a7315892707707ed700161749f16d0b49fba5d07f0b996c53f9"
 
 

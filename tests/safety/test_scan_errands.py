@@ -142,7 +142,7 @@ def test_written_near_miss_note_scans_clean(note: str) -> None:
 
 def test_most_written_errands_are_caught() -> None:
     # A guard against regressions: the family was developed on most of these (0.8 caught), and the last 40
-    # were written after it was finished (0.65 caught; the README has how each set fared).
+    # were written after it was finished (0.65 caught; docs/benchmarks.md has the detection figures).
     caught = sum(bool(scan(text)) for text in WRITTEN_ERRANDS)
     assert caught >= 0.75 * len(WRITTEN_ERRANDS)
 

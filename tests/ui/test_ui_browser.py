@@ -2,7 +2,7 @@
 Selenium): what a user does with it, end to end. One server and one browser serve the whole module.
 
 Each page is also photographed, light and dark, into a temporary directory, or into ``$MNEMO_UI_SCREENSHOTS``
-when set (``MNEMO_UI_SCREENSHOTS=docs/ui pytest tests/ui`` refreshes the README's pictures).
+when set (``MNEMO_UI_SCREENSHOTS=docs/ui pytest tests/ui`` refreshes the pictures docs/ui.md shows).
 """
 
 from __future__ import annotations

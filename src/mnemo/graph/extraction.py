@@ -299,9 +299,11 @@ def source_messages(graph: MemoryGraph, memory_ids: Iterable[str]) -> dict[str, 
         return found
     with graph._lock:
         rows = graph._conn.execute(
+            # CROSS JOIN fixes the loop order: the links of these ids, then each one's scope. Left to choose,
+            # SQLite walked the whole scope's memories first (5 ms a recall at 10k memories).
             "SELECT l.memory_id, l.session_id, l.message_id FROM graph_memory_messages l"
-            " JOIN graph_memories m ON m.id = l.memory_id"
-            f" WHERE l.memory_id IN ({', '.join('?' * len(ids))}) AND m.user_id = ? AND m.agent_id = ?"
+            " CROSS JOIN graph_memories m"
+            f" WHERE m.id = l.memory_id AND l.memory_id IN ({', '.join('?' * len(ids))}) AND m.user_id = ? AND m.agent_id = ?"
             " AND m.channel_id = ? ORDER BY l.message_id",
             (*ids, *scope_params(graph.scope)),
         ).fetchall()
