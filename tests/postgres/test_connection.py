@@ -161,6 +161,7 @@ def test_database_url_comes_from_the_environment_and_is_checked(tmp_path: Path):
 _WRITER = """
 import sys
 from mnemo._db import DatabaseError
+from mnemo.storage import open_archive
 url, log = sys.argv[1], open(sys.argv[2], "a", buffering=1)
 with open_archive(url) as archive:
     archive.start_session("crash", exist_ok=True)
