@@ -199,7 +199,9 @@ class AgentMemory(TypedMemoryAPI):
             self.store.load()
             self._session_key = session_key
             self.taint.reset(session_key)
-            configs = session_configs(self.registry.registered, self.settings.providers, home=self.settings.home)
+            configs = session_configs(
+                self.registry.registered, self.settings.providers, home=self.settings.home, scope=self.settings.scope
+            )
             self.registry.initialize_all(session_key, configs)
             self._take_stock()
             self._count_awaiting_review()
