@@ -11,15 +11,22 @@ The slow rows play a normal back-and-forth: prepare_messages, the model's answer
 waits for the lookup; with it the lookup runs during the gap. Turns from the second on are measured
 against the same loop with no provider, in the same run.
 
+The Mem0 rows play the same back-and-forth with the real Mem0 provider (``mem0ai``'s local Memory, an on-disk
+Qdrant) whose models are an OpenAI-compatible server on loopback (tests/support): each turn is added to Mem0
+after it completes and searched for the next; skipped when ``mem0ai`` is not installed.
+
     python bench/turn_overhead.py [--calls 3000] [--history 50] [--turns 12] [--gap 0.6]
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import statistics
+import sys
 import tempfile
 import time
+from pathlib import Path
 
 from _tables import print_table
 from mnemo import AgentMemory
@@ -92,6 +99,39 @@ def _slow_rows(turns: int, gap: float, history: list[dict[str, str]]) -> None:
     )
 
 
+def _mem0_rows(turns: int, gap: float, history: list[dict[str, str]]) -> None:
+    if importlib.util.find_spec("mem0") is None:
+        print("\nMem0 rows skipped: mem0ai is not installed (pip install 'mnemo-local[mem0]')")
+        return
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from mnemo.providers.configuration import update_env_file, update_provider_table
+    from mnemo.providers.mem0 import Mem0Provider
+    from support.mem0_run import extracting_model
+    from support.openai_server import EMBEDDING_DIMS, OpenAIServer
+
+    class Mem0WithoutPrefetch(Mem0Provider):
+        prefetch = None  # the registry then asks enrich_turn on the turn itself
+
+    base = statistics.median(_conversation(None, turns, gap, history))
+    rows = [("baseline: copy history", base, base, 0.0)]
+    with OpenAIServer(handler=extracting_model) as server:
+        for label, provider in (("no prefetch", Mem0WithoutPrefetch()), ("with prefetch", Mem0Provider())):
+            with tempfile.TemporaryDirectory() as home:
+                update_provider_table(home, "mem0", {"llm_base_url": server.base_url, "embedding_dims": EMBEDDING_DIMS})
+                update_env_file(home, {"MNEMO_PROVIDER_MEM0_LLM_API_KEY": "local"})
+                with AgentMemory.open("bench", home, providers=[provider], archive_enabled=False, graph_enabled=False) as memory:
+                    samples = sorted(_conversation(memory, turns, gap, history))
+            p50 = statistics.median(samples)
+            rows.append((f"mem0 provider, {label}", p50, samples[int(len(samples) * 0.95)], p50 - base))
+    print_table(
+        f"prepare_messages with the Mem0 provider (local Memory, on-disk Qdrant, models on loopback), turns 2-{turns}, "
+        f"{gap:.1f} s between turn_complete and the next message (milliseconds)",
+        ("case", "p50 ms", "p95 ms", "p50 - base"),
+        rows,
+        cell=lambda v: f"{v:.2f}" if isinstance(v, float) else str(v),
+    )
+
+
 def _history(length: int) -> list[dict[str, str]]:
     return [
         {"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i} about the staging server"}
@@ -140,6 +180,7 @@ def main() -> None:
         print(_row(f"{count} fast provider(s)", samples, base_p50))
     print()
     _slow_rows(args.turns, args.gap, history)
+    _mem0_rows(args.turns, args.gap, history)
 
 
 if __name__ == "__main__":

@@ -16,20 +16,13 @@ from mnemo import AgentMemory
 from mnemo.cli import main
 from mnemo.providers.configuration import update_env_file, update_provider_table
 from mnemo.providers.mem0 import MEM0_TOOL_NAMES, Mem0Provider, entity_id
+from support.mem0_run import extracting_model
 from support.openai_server import EMBEDDING_DIMS, OpenAIServer, Reply
 from support.plugins import install_distribution
 from support.runs import ROOT, run_module
 
 # Not imported here: the provider imports mem0 itself, after turning its telemetry off.
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("mem0") is None, reason="mem0ai is not installed")
-
-
-def extracting_model(body: dict) -> Reply:
-    """Mem0's extraction model: every line the user said in the new messages is one fact, as the JSON Mem0 asks for."""
-    prompt = body["messages"][-1]["content"]
-    new = prompt.split("## New Messages", 1)[-1].split("\n## ", 1)[0]
-    facts = [line.removeprefix("user: ").strip() for line in new.splitlines() if line.startswith("user: ")]
-    return Reply.text(json.dumps({"memory": [{"text": fact} for fact in facts if fact]}))
 
 
 @pytest.fixture

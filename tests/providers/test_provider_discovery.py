@@ -43,8 +43,16 @@ def test_an_enabled_plugin_serves_with_its_table_and_secret(plugins, tmp_path, m
     monkeypatch.delenv("MNEMO_PROVIDER_ACME_API_KEY", raising=False)
     with AgentMemory.open("s1", home, **FAST) as memory:
         [acme] = memory.registry.providers
-        assert acme.config == {"url": "https://acme.example", "api_key": "k-123"}
+        scope = {"home": str(home), "user_id": "", "agent_id": "", "channel_id": ""}
+        assert acme.config == {"url": "https://acme.example", "api_key": "k-123", **scope}
         assert "acme knows: https://acme.example" in memory.prepare_messages("hi", [])[-1]["content"]
+
+
+def test_an_enabled_plugin_gets_the_sessions_scope_whatever_its_table_says(plugins, tmp_path):
+    home = _home(tmp_path, ACME_CONFIG + 'user_id = "mallory"\nhome = "/elsewhere"\n')
+    with AgentMemory.open("s1", home, user_id="alice", agent_id="support", **FAST) as memory:
+        [acme] = memory.registry.providers
+        assert (acme.config["user_id"], acme.config["agent_id"], acme.config["home"]) == ("alice", "support", str(home))
 
 
 @pytest.mark.parametrize(

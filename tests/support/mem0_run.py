@@ -4,6 +4,8 @@ of an application starts: the home's ``config.toml`` and ``.env`` say how to rea
 ``python -m support.mem0_run HOME USER SESSION MESSAGE`` opens the session as ``USER``, prepares the turn,
 completes it, closes (which lets the provider finish adding the turn) and prints, as JSON, the message the
 model would have been sent and whether Mem0's telemetry was on.
+
+:func:`extracting_model` plays Mem0's extraction model on an :class:`~support.openai_server.OpenAIServer`.
 """
 
 from __future__ import annotations
@@ -13,6 +15,15 @@ import sys
 
 from mnemo import AgentMemory
 from mnemo.providers.mem0 import Mem0Provider
+from support.openai_server import Reply
+
+
+def extracting_model(body: dict) -> Reply:
+    """Mem0's extraction model: every line the user said in the new messages is one fact, as the JSON Mem0 asks for."""
+    prompt = body["messages"][-1]["content"]
+    new = prompt.split("## New Messages", 1)[-1].split("\n## ", 1)[0]
+    facts = [line.removeprefix("user: ").strip() for line in new.splitlines() if line.startswith("user: ")]
+    return Reply.text(json.dumps({"memory": [{"text": fact} for fact in facts if fact]}))
 
 
 def main(home: str, user: str, session: str, message: str) -> None:
