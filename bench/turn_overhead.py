@@ -80,23 +80,30 @@ def _conversation(memory: AgentMemory | None, turns: int, gap: float, history: l
     return samples
 
 
-def _slow_rows(turns: int, gap: float, history: list[dict[str, str]]) -> None:
-    rows = []
+def _conversation_table(title: str, cases, turns: int, gap: float, history, configure=lambda home: None) -> None:
+    """One conversation per ``(label, provider)`` in a fresh home (``configure(home)`` first), against the same
+    loop with no provider."""
     base = statistics.median(_conversation(None, turns, gap, history))
-    rows.append(("baseline: copy history", base, base, 0.0))
-    for label, provider in (("no prefetch", SlowProvider()), ("with prefetch", PrefetchingSlowProvider())):
+    rows = [("baseline: copy history", base, base, 0.0)]
+    for label, provider in cases:
         with tempfile.TemporaryDirectory() as home:
+            configure(home)
             with AgentMemory.open("bench", home, providers=[provider], archive_enabled=False, graph_enabled=False) as memory:
                 samples = sorted(_conversation(memory, turns, gap, history))
         p50 = statistics.median(samples)
-        rows.append((f"slow provider, {label}", p50, samples[int(len(samples) * 0.95)], p50 - base))
+        rows.append((label, p50, samples[int(len(samples) * 0.95)], p50 - base))
     print_table(
-        f"prepare_messages with a provider needing {LOOKUP_SECONDS * 1e3:.0f} ms per lookup, turns 2-{turns}, "
-        f"{gap:.1f} s between turn_complete and the next message (milliseconds)",
+        f"{title}, turns 2-{turns}, {gap:.1f} s between turn_complete and the next message (milliseconds)",
         ("case", "p50 ms", "p95 ms", "p50 - base"),
         rows,
         cell=lambda v: f"{v:.2f}" if isinstance(v, float) else str(v),
     )
+
+
+def _slow_rows(turns: int, gap: float, history: list[dict[str, str]]) -> None:
+    cases = (("slow provider, no prefetch", SlowProvider()), ("slow provider, with prefetch", PrefetchingSlowProvider()))
+    title = f"prepare_messages with a provider needing {LOOKUP_SECONDS * 1e3:.0f} ms per lookup"
+    _conversation_table(title, cases, turns, gap, history)
 
 
 def _mem0_rows(turns: int, gap: float, history: list[dict[str, str]]) -> None:
@@ -112,24 +119,15 @@ def _mem0_rows(turns: int, gap: float, history: list[dict[str, str]]) -> None:
     class Mem0WithoutPrefetch(Mem0Provider):
         prefetch = None  # the registry then asks enrich_turn on the turn itself
 
-    base = statistics.median(_conversation(None, turns, gap, history))
-    rows = [("baseline: copy history", base, base, 0.0)]
     with OpenAIServer(handler=extracting_model) as server:
-        for label, provider in (("no prefetch", Mem0WithoutPrefetch()), ("with prefetch", Mem0Provider())):
-            with tempfile.TemporaryDirectory() as home:
-                update_provider_table(home, "mem0", {"llm_base_url": server.base_url, "embedding_dims": EMBEDDING_DIMS})
-                update_env_file(home, {"MNEMO_PROVIDER_MEM0_LLM_API_KEY": "local"})
-                with AgentMemory.open("bench", home, providers=[provider], archive_enabled=False, graph_enabled=False) as memory:
-                    samples = sorted(_conversation(memory, turns, gap, history))
-            p50 = statistics.median(samples)
-            rows.append((f"mem0 provider, {label}", p50, samples[int(len(samples) * 0.95)], p50 - base))
-    print_table(
-        f"prepare_messages with the Mem0 provider (local Memory, on-disk Qdrant, models on loopback), turns 2-{turns}, "
-        f"{gap:.1f} s between turn_complete and the next message (milliseconds)",
-        ("case", "p50 ms", "p95 ms", "p50 - base"),
-        rows,
-        cell=lambda v: f"{v:.2f}" if isinstance(v, float) else str(v),
-    )
+
+        def configure(home: str) -> None:
+            update_provider_table(home, "mem0", {"llm_base_url": server.base_url, "embedding_dims": EMBEDDING_DIMS})
+            update_env_file(home, {"MNEMO_PROVIDER_MEM0_LLM_API_KEY": "local"})
+
+        cases = (("mem0 provider, no prefetch", Mem0WithoutPrefetch()), ("mem0 provider, with prefetch", Mem0Provider()))
+        title = "prepare_messages with the Mem0 provider (local Memory, on-disk Qdrant, models on loopback)"
+        _conversation_table(title, cases, turns, gap, history, configure)
 
 
 def _history(length: int) -> list[dict[str, str]]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import threading
 import time
 import tomllib
 from pathlib import Path
@@ -105,6 +106,31 @@ def test_two_users_never_see_each_others_memories(home):
         refused = json.loads(bob.handle_tool_call("mem0_delete", {"memory_id": alices["id"]}))
         assert refused["success"] is False
         assert listed(alice) == ["My locker code is 4711"]
+
+
+def test_concurrent_adds_of_several_users_keep_every_memory_with_its_owner(home):
+    # Stored as given (no extraction call), so the adds reach the embedded vector store as fast as they can.
+    update_provider_table(home, "mem0", {"infer": False})
+    owners = ("alice", "bob", "carol", "dave")
+    sessions = {owner: open_memory(home, owner) for owner in owners}
+
+    def add_many(owner: str) -> None:
+        for index in range(40):
+            added = json.loads(sessions[owner].handle_tool_call("mem0_add", {"content": f"{owner} note {index}"}))
+            assert added["success"], added
+
+    try:
+        threads = [threading.Thread(target=add_many, args=(owner,)) for owner in owners]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        for owner, memory in sessions.items():
+            found = json.loads(memory.handle_tool_call("mem0_get_all", {"limit": 100}))["results"]
+            assert sorted(r["memory"] for r in found) == sorted(f"{owner} note {i}" for i in range(40))
+    finally:
+        for memory in sessions.values():
+            memory.close()
 
 
 def test_agents_of_one_user_keep_their_own_memories(home):

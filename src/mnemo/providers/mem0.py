@@ -19,7 +19,9 @@ reaches the network but the endpoints configured.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
+import inspect
 import json
 import logging
 import os
@@ -127,6 +129,7 @@ class _SharedMemories:
             memory, users = self._open.get(key, (None, 0))
             if memory is None:
                 memory = mem0.Memory.from_config(config)
+                _serialize_stores(memory)
             self._open[key] = (memory, users + 1)
             return key, memory
 
@@ -140,6 +143,32 @@ class _SharedMemories:
 
 
 _SHARED = _SharedMemories()
+
+
+def _serialize_stores(memory: Any) -> None:
+    """Make a shared Memory's vector stores take one call at a time.
+
+    Sessions share the Memory and each calls it from several threads (adds on the event worker, searches on
+    the enrich worker, tools on the agent's). An embedded store such as local Qdrant keeps its points in
+    plain Python structures with no lock of its own, so two concurrent upserts could pair one memory's
+    vector with another's payload (another user's id). Only the store's calls hold the lock, never the
+    model calls around them, so a slow LLM does not hold up the other sessions' searches.
+    """
+    lock = threading.RLock()
+    for store in {id(s): s for s in (memory.vector_store, memory.entity_store)}.values():
+        for name in dir(type(store)):
+            method = getattr(store, name, None) if not name.startswith("_") else None
+            if inspect.ismethod(method):
+                setattr(store, name, _holding(lock, method))
+
+
+def _holding(lock: threading.RLock, method: Any) -> Any:
+    @functools.wraps(method)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        with lock:
+            return method(*args, **kwargs)
+
+    return call
 
 
 class Mem0Provider:
@@ -287,7 +316,9 @@ class Mem0Provider:
                 return success(results=[_shown(m) for m in self._search(query, _limit(arguments))])
             if name == _ADD:
                 added = self._add([{"role": "user", "content": _text(arguments, "content")}], infer=self.infer, kind="tool")
-                return success(results=[_shown(m) for m in added])
+                # The platform adds in the background: it answers with the event that tracks the add.
+                queued = {key: added[key] for key in ("status", "event_id") if isinstance(added, Mapping) and key in added}
+                return success(results=[_shown(m) for m in _memories(added)], **queued)
             if name == _GET_ALL:
                 return success(results=[_shown(m) for m in self._list(_limit(arguments))])
             return self._delete(_text(arguments, "memory_id"))
@@ -309,8 +340,8 @@ class Mem0Provider:
             return _memories(self._backend.get_all(filters=self._filters(), page_size=limit))[:limit]
         return _memories(self._backend.get_all(filters=self._filters(), top_k=limit))
 
-    def _add(self, messages: list[dict[str, str]], *, infer: bool, kind: str) -> list[dict[str, Any]]:
-        result = self._backend.add(
+    def _add(self, messages: list[dict[str, str]], *, infer: bool, kind: str) -> Any:
+        return self._backend.add(
             messages,
             user_id=self._user,
             agent_id=self._agent,
@@ -318,7 +349,6 @@ class Mem0Provider:
             metadata={"source": _SOURCE, "kind": kind},
             infer=infer,
         )
-        return _memories(result)
 
     def _delete(self, memory_id: str) -> str:
         # The id comes from the model: it is deleted only if it is one of this scope's memories, so no
