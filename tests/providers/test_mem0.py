@@ -193,6 +193,15 @@ def test_a_failing_model_server_leaves_the_session_going(home, server):
         remember(memory, "The server came back")
 
 
+def test_hosted_mode_without_an_api_key_leaves_mem0_out_and_says_why(home, monkeypatch):
+    monkeypatch.delenv("MNEMO_PROVIDER_MEM0_API_KEY", raising=False)
+    update_provider_table(home, "mem0", {"mode": "hosted"})
+    with open_memory(home) as memory:
+        assert [(d.component, "api_key" in d.reason) for d in memory.degraded] == [("mem0", True)]
+        assert "mem0_search" not in {tool["function"]["name"] for tool in memory.tools()}
+        memory.prepare_messages("hello", [])
+
+
 def test_scope_ids_never_collide_in_mem0():
     ids = ["", "~", "%", "%7e", "alice", "alice smith", "alice%20smith", "a~b", "a\tb"]
     assert len({entity_id(value) for value in ids}) == len(ids)
