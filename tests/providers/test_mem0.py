@@ -202,6 +202,16 @@ def test_hosted_mode_without_an_api_key_leaves_mem0_out_and_says_why(home, monke
         memory.prepare_messages("hello", [])
 
 
+@pytest.mark.parametrize(
+    ("setting", "value"), [("mode", "cloud"), ("infer", "maybe"), ("timeout", -1), ("context_results", 0)]
+)
+def test_a_bad_setting_leaves_mem0_out_naming_it(home, setting, value):
+    update_provider_table(home, "mem0", {setting: value})
+    with open_memory(home) as memory:
+        [degradation] = memory.degraded
+        assert degradation.component == "mem0" and setting in degradation.reason
+
+
 def test_scope_ids_never_collide_in_mem0():
     ids = ["", "~", "%", "%7e", "alice", "alice smith", "alice%20smith", "a~b", "a\tb"]
     assert len({entity_id(value) for value in ids}) == len(ids)

@@ -123,17 +123,20 @@ class _SharedMemories:
         self._lock = threading.Lock()
         self._open: dict[str, tuple[Any, int]] = {}
 
-    def acquire(self, mem0: Any, config: dict[str, Any]) -> tuple[str, Any]:
+    def acquire(self, mem0: Any, config: dict[str, Any], timeout: float) -> tuple[str, Any]:
+        """The Memory for ``config`` and its key; the first session to ask opens it, with ``timeout`` per model call."""
         key = json.dumps(config, sort_keys=True)
         with self._lock:
             memory, users = self._open.get(key, (None, 0))
             if memory is None:
                 memory = mem0.Memory.from_config(config)
                 _serialize_stores(memory)
+                _bound_model_calls(memory, timeout)
             self._open[key] = (memory, users + 1)
             return key, memory
 
     def release(self, key: str) -> None:
+        """One session lets go of the Memory under ``key``; the last one closes it."""
         with self._lock:
             memory, users = self._open.pop(key, (None, 0))
             if users > 1:
@@ -243,18 +246,24 @@ class Mem0Provider:
         if "context_results" in config:
             self.context_results = _positive_int(config["context_results"], "context_results")
         if "infer" in config:
-            self.infer = bool(config["infer"])
+            if not isinstance(config["infer"], bool):
+                raise ConfigError(f"mem0: infer must be true or false, got {config['infer']!r}")
+            self.infer = config["infer"]
         if self._backend is not None:
             return
+        timeout = config.get("timeout", 30.0)
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < float("inf"):
+            raise ConfigError(f"mem0: timeout must be a positive number of seconds, got {timeout!r}")
+        mode = config.get("mode", "local")
+        if mode not in ("local", "hosted"):
+            raise ConfigError(f"mem0: mode must be local or hosted, got {mode!r}")
         home = Path(config["home"]) if config.get("home") else None
         mem0 = _import_mem0(home)
-        timeout = float(config.get("timeout") or 30.0)
-        if config.get("mode", "local") == "hosted":
+        if mode == "hosted":
             self._backend = self._owned_client = _hosted_client(mem0, config, timeout)
             self._hosted = True
             return
-        self._shared_key, self._backend = _SHARED.acquire(mem0, _local_config(config, home))
-        _bound_model_calls(self._backend, timeout)
+        self._shared_key, self._backend = _SHARED.acquire(mem0, _local_config(config, home), timeout)
 
     def capabilities(self) -> Mapping[str, Any]:
         """Mem0's four tools; local writes are kept too (Mem0 sits beside mnemo's memory, not instead of it)."""
