@@ -16,7 +16,7 @@ Honcho's server renders it (``src/utils/representation.py``, ``format_as_markdow
 ``## Explicit Observations`` heading, then ``[timestamp] content`` lines), and semantic search ranks by
 shared words instead of embeddings.
 
-``hang`` makes every request wait (until the server stops) and ``fail`` answers every request 500, to
+``hang`` makes every request wait (until it is cleared or the server stops, then answers 503) and ``fail`` answers every request 500, to
 show a provider that a slow or broken Honcho does not hold up the agent.
 """
 
@@ -410,8 +410,9 @@ class HonchoReferenceServer:
         with self._lock:
             self.requests.append((method, parts.path))
         if self.hang:
-            self._stopped.wait()
-            return 503, {"detail": "server stopped"}
+            while self.hang and not self._stopped.wait(0.02):
+                pass
+            return 503, {"detail": "the request was held and then let go"}
         if self.fail:
             return 500, {"detail": "internal error (the test asked for it)"}
         if self.api_key is not None and headers.get("Authorization") != f"Bearer {self.api_key}":
