@@ -29,7 +29,12 @@ def test_a_real_honcho_takes_turns_and_conclusions_and_gives_them_back_per_turn(
     provider = HonchoProvider(scope=Scope(user_id=f"mnemo-live-{run}"))
     provider.initialize(
         f"live-{run}",
-        {"base_url": URL, "api_key": os.environ.get("HONCHO_API_KEY", ""), "workspace": "mnemo-live-tests", "timeout": 30.0},
+        {
+            "base_url": URL,
+            "api_key": os.environ.get("HONCHO_API_KEY", ""),
+            "workspace": "mnemo-live-tests",
+            "timeout": 30.0,
+        },
     )
     try:
         provider.on_turn_complete("I keep bees on my roof", "How many hives?")

@@ -130,7 +130,9 @@ def test_a_user_md_add_reaches_honcho_as_a_conclusion_about_the_user(server, tmp
 def test_a_curated_remove_deletes_the_matching_conclusions(server, tmp_path):
     with _open(_home(tmp_path, server)) as memory:
         memory.handle_tool_call("memory", {"action": "add", "target": "user", "content": "Lives in Lyon"})
-        memory.handle_tool_call("memory", {"action": "replace", "target": "user", "old_text": "Lyon", "content": "Lives in Nantes"})
+        memory.handle_tool_call(
+            "memory", {"action": "replace", "target": "user", "old_text": "Lyon", "content": "Lives in Nantes"}
+        )
         [provider] = memory.registry.providers
     assert server.conclusions_about(provider.peers[0]) == ["Lives in Nantes"]
 
@@ -178,7 +180,9 @@ def test_a_shared_client_serves_many_sessions_and_is_never_closed(server, tmp_pa
     pool = httpx.Client(base_url=server.url)
     client = Honcho(base_url=server.url, api_key="test-key", workspace_id="gateway", http_client=pool, max_retries=0)
     for user in ("alice", "bob"):
-        with AgentMemory.open("s1", home, providers=[HonchoProvider(client=client, scope=Scope(user_id=user))], user_id=user, **FAST) as memory:
+        with AgentMemory.open(
+            "s1", home, providers=[HonchoProvider(client=client, scope=Scope(user_id=user))], user_id=user, **FAST
+        ) as memory:
             memory.turn_complete(f"I am {user}", "Hello.")
     assert not pool.is_closed
     assert {peer for peer, _ in server.messages_in("u_2dalice--s1", workspace="gateway")} == {"u-alice", "agent"}
@@ -200,7 +204,9 @@ def test_the_api_key_comes_from_the_homes_env_file(server, tmp_path):
 def test_peer_ids_keep_distinct_scope_ids_distinct():
     made = set()
     for user in ("alice", "Alice", "a_lice", "a-lice", "a.lice", "", "x" * 200):
-        provider = HonchoProvider(client=Honcho(base_url="http://127.0.0.1:9", workspace_id="w"), scope=Scope(user_id=user))
+        provider = HonchoProvider(
+            client=Honcho(base_url="http://127.0.0.1:9", workspace_id="w"), scope=Scope(user_id=user)
+        )
         provider.initialize("s1", {})
         made.add(provider.peers[0])
         assert all(len(peer) <= 512 and peer.replace("-", "").replace("_", "").isalnum() for peer in provider.peers)

@@ -28,7 +28,7 @@ import threading
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -112,13 +112,33 @@ PEER_CONTEXT_QUERY = {
 
 # Response schemas: required fields and their types.
 WORKSPACE = {"id": str, "metadata": dict, "configuration": dict, "created_at": str}  # Workspace
-SESSION = {"id": str, "is_active": bool, "workspace_id": str, "metadata": dict, "configuration": dict, "created_at": str}  # Session
+SESSION = {
+    "id": str,
+    "is_active": bool,
+    "workspace_id": str,
+    "metadata": dict,
+    "configuration": dict,
+    "created_at": str,
+}  # Session
 MESSAGE = {  # Message
     "id": str, "content": str, "peer_id": str, "session_id": str, "metadata": dict, "created_at": str,
     "workspace_id": str, "token_count": int,
 }  # fmt: skip
-CONCLUSION = {"id": str, "content": str, "observer_id": str, "observed_id": str, "session_id": (str, type(None)), "level": str, "created_at": str}  # Conclusion
-PEER_CONTEXT = {"peer_id": str, "target_id": str, "representation": (str, type(None)), "peer_card": (list, type(None))}  # PeerContext
+CONCLUSION = {
+    "id": str,
+    "content": str,
+    "observer_id": str,
+    "observed_id": str,
+    "session_id": (str, type(None)),
+    "level": str,
+    "created_at": str,
+}  # Conclusion
+PEER_CONTEXT = {
+    "peer_id": str,
+    "target_id": str,
+    "representation": (str, type(None)),
+    "peer_card": (list, type(None)),
+}  # PeerContext
 
 
 class Invalid(Exception):
@@ -210,7 +230,7 @@ def _conforms(value: Any, shape: Mapping[str, Any]) -> None:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat()
+    return datetime.now(UTC).isoformat()
 
 
 def _words(text: str) -> set[str]:
@@ -290,7 +310,11 @@ class HonchoReferenceServer:
         """``(peer_id, content)`` of each message stored in a session, in order."""
         with self._lock:
             space = self.workspaces.get(workspace)
-            return [] if space is None else [(m["peer_id"], m["content"]) for m in space.messages if m["session_id"] == session_id]
+            return (
+                []
+                if space is None
+                else [(m["peer_id"], m["content"]) for m in space.messages if m["session_id"] == session_id]
+            )
 
     # -- endpoints -------------------------------------------------------------------------------
 
@@ -298,7 +322,9 @@ class HonchoReferenceServer:
         """POST /v3/workspaces: get or create (WorkspaceCreate -> Workspace)."""
         validate(body, WORKSPACE_CREATE, ["body"])
         space = self.workspaces.setdefault(body["id"], Workspace(body["id"]))
-        return 200, _sent({"id": space.id, "metadata": {}, "configuration": {}, "created_at": space.created_at}, WORKSPACE)
+        return 200, _sent(
+            {"id": space.id, "metadata": {}, "configuration": {}, "created_at": space.created_at}, WORKSPACE
+        )
 
     def _session(self, space: Workspace, path: dict[str, str], query: str, body: Any) -> tuple[int, Any]:
         """POST .../sessions: get or create, adding the peers given (SessionCreate -> Session)."""
@@ -357,7 +383,10 @@ class HonchoReferenceServer:
             "## Explicit Observations\n\n" + "\n".join(f"[{c['created_at'][:19].replace('T', ' ')}] {c['content']}" for c in chosen)
             if chosen else ""
         )  # fmt: skip
-        return 200, _sent({"peer_id": observer, "target_id": target, "representation": representation, "peer_card": None}, PEER_CONTEXT)
+        return 200, _sent(
+            {"peer_id": observer, "target_id": target, "representation": representation, "peer_card": None},
+            PEER_CONTEXT,
+        )
 
     def _create_conclusions(self, space: Workspace, path: dict[str, str], query: str, body: Any) -> tuple[int, Any]:
         """POST .../conclusions (ConclusionBatchCreate -> 201 list[Conclusion])."""
@@ -395,7 +424,9 @@ class HonchoReferenceServer:
             raise Invalid(["path", "conclusion_id"], "no such conclusion")
         return 204, None
 
-    def _conclude(self, space: Workspace, content: str, observer: str, observed: str, session_id: str | None) -> dict[str, Any]:
+    def _conclude(
+        self, space: Workspace, content: str, observer: str, observed: str, session_id: str | None
+    ) -> dict[str, Any]:
         conclusion = {
             "id": uuid.uuid4().hex, "content": content, "observer_id": observer, "observed_id": observed,
             "session_id": session_id, "level": "explicit", "created_at": _now(),

@@ -107,28 +107,58 @@ class HonchoProvider:
     def config_schema(self) -> list[ConfigField]:
         """What ``mnemo providers setup honcho`` asks for."""
         return [
-            ConfigField("base_url", "Honcho's URL (e.g. http://localhost:8000 for a self-hosted server)", required=True),
-            ConfigField("api_key", "Honcho API key (leave empty for a server without auth)", secret=True, env="HONCHO_API_KEY"),
+            ConfigField(
+                "base_url", "Honcho's URL (e.g. http://localhost:8000 for a self-hosted server)", required=True
+            ),
+            ConfigField(
+                "api_key", "Honcho API key (leave empty for a server without auth)", secret=True, env="HONCHO_API_KEY"
+            ),
             ConfigField("workspace", "Honcho workspace holding mnemo's peers and sessions", default="mnemo"),
-            ConfigField("memory_mode", "hybrid: curated files and Honcho; honcho: Honcho alone", default="hybrid", choices=MEMORY_MODES),
-            ConfigField("user_memory_mode", "memory mode of the user peer (USER.md)", default=_INHERIT, choices=(_INHERIT, *MEMORY_MODES)),
-            ConfigField("agent_memory_mode", "memory mode of the agent peer (MEMORY.md)", default=_INHERIT, choices=(_INHERIT, *MEMORY_MODES)),
-            ConfigField("user_peer", "an existing Honcho peer id for the user (default: from mnemo's user id)", default=""),
-            ConfigField("agent_peer", "an existing Honcho peer id for the agent (default: from mnemo's agent id)", default=""),
+            ConfigField(
+                "memory_mode",
+                "hybrid: curated files and Honcho; honcho: Honcho alone",
+                default="hybrid",
+                choices=MEMORY_MODES,
+            ),
+            ConfigField(
+                "user_memory_mode",
+                "memory mode of the user peer (USER.md)",
+                default=_INHERIT,
+                choices=(_INHERIT, *MEMORY_MODES),
+            ),
+            ConfigField(
+                "agent_memory_mode",
+                "memory mode of the agent peer (MEMORY.md)",
+                default=_INHERIT,
+                choices=(_INHERIT, *MEMORY_MODES),
+            ),
+            ConfigField(
+                "user_peer", "an existing Honcho peer id for the user (default: from mnemo's user id)", default=""
+            ),
+            ConfigField(
+                "agent_peer", "an existing Honcho peer id for the agent (default: from mnemo's agent id)", default=""
+            ),
             ConfigField("context_conclusions", "conclusions per turn, chosen by relevance to the message", default=10),
             ConfigField("timeout", "seconds one request to Honcho may take", default=5.0),
         ]
 
     def initialize(self, session_key: str, config: dict[str, Any]) -> None:
         """Work out the peers, the session and the memory modes, and build the client; no request is made."""
-        scope = Scope(**{**self._scope.as_dict(), **{k: config[k] for k in ("user_id", "agent_id", "channel_id") if k in config}})
+        scope = Scope(
+            **{**self._scope.as_dict(), **{k: config[k] for k in ("user_id", "agent_id", "channel_id") if k in config}}
+        )
         mode = _choice(config, "memory_mode", MEMORY_MODES, "hybrid")
         user_mode = _choice(config, "user_memory_mode", (_INHERIT, *MEMORY_MODES), _INHERIT)
         agent_mode = _choice(config, "agent_memory_mode", (_INHERIT, *MEMORY_MODES), _INHERIT)
-        self._modes = {"user": mode if user_mode == _INHERIT else user_mode, "memory": mode if agent_mode == _INHERIT else agent_mode}
+        self._modes = {
+            "user": mode if user_mode == _INHERIT else user_mode,
+            "memory": mode if agent_mode == _INHERIT else agent_mode,
+        }
         self._context_conclusions = _integer(config, "context_conclusions", 10, 1, 100)
         user_peer = _peer_name(config, "user_peer") or ("user" if not scope.user_id else "u-" + _encode(scope.user_id))
-        agent_peer = _peer_name(config, "agent_peer") or ("agent" if not scope.agent_id else "a-" + _encode(scope.agent_id))
+        agent_peer = _peer_name(config, "agent_peer") or (
+            "agent" if not scope.agent_id else "a-" + _encode(scope.agent_id)
+        )
         if user_peer == agent_peer:
             raise ConfigError(f"honcho: the user and the agent cannot be the same peer ({user_peer!r})")
         self._client = self._shared if self._shared is not None else self._build_client(config)
@@ -199,7 +229,9 @@ class HonchoProvider:
     def _peer_context(self, peer: Peer, search: str) -> Any:
         # GET /v3/workspaces/{w}/peers/{p}/context: the peer's own representation and card, one request.
         if search:
-            return peer.context(search_query=search, search_top_k=self._context_conclusions, max_conclusions=self._context_conclusions)
+            return peer.context(
+                search_query=search, search_top_k=self._context_conclusions, max_conclusions=self._context_conclusions
+            )
         return peer.context(max_conclusions=self._context_conclusions)
 
     def on_turn_complete(self, user_message: str, assistant_response: str) -> None:
@@ -272,7 +304,9 @@ class HonchoProvider:
     def _rekey(self, session_key: str) -> None:
         with self._lock:
             # The user's peer is part of the id: two users' sessions never meet, even under one key.
-            self._session_id = _bounded(f"{_encode(self._peer('user').id)}-{_encode(self._channel)}-{_encode(session_key)}")
+            self._session_id = _bounded(
+                f"{_encode(self._peer('user').id)}-{_encode(self._channel)}-{_encode(session_key)}"
+            )
             self._session = None
 
     def _open_session(self) -> Session:
