@@ -21,6 +21,7 @@ import httpx
 from honcho import Honcho
 
 from mnemo import AgentMemory
+from mnemo.errors import ConfigError
 from mnemo.providers.configuration import provider_config, update_env_file
 from mnemo.providers.honcho import HonchoProvider
 from mnemo.scope import Scope
@@ -90,6 +91,18 @@ def test_turns_reach_the_session_as_the_users_and_the_agents_messages(server, tm
         [provider] = memory.registry.providers
     user_peer, agent_peer = provider.peers
     assert server.messages_in(provider.session_id) == [(user_peer, "hello there"), (agent_peer, "hi!")]
+
+
+def test_a_session_switch_sends_later_turns_to_the_new_session(server, tmp_path):
+    with _open(_home(tmp_path, server)) as memory:
+        [provider] = memory.registry.providers
+        memory.turn_complete("before the switch", "ok")
+        first = provider.session_id
+        memory.switch_session("s1-cont", parent="s1")
+        memory.turn_complete("after the switch", "ok")
+    assert [text for _, text in server.messages_in(first)] == ["before the switch", "ok"]
+    assert [text for _, text in server.messages_in(provider.session_id)] == ["after the switch", "ok"]
+    assert provider.session_id != first
 
 
 def test_two_users_never_see_each_others_honcho_memory(server, tmp_path):
@@ -215,7 +228,7 @@ def test_peer_ids_keep_distinct_scope_ids_distinct():
 
 def test_a_bad_setting_is_refused_naming_it(tmp_path):
     provider = HonchoProvider()
-    with pytest.raises(Exception, match="memory_mode"):
+    with pytest.raises(ConfigError, match="memory_mode"):
         provider.initialize("s1", {"base_url": "http://127.0.0.1:9", "memory_mode": "cloud"})
-    with pytest.raises(Exception, match="base_url"):
+    with pytest.raises(ConfigError, match="base_url"):
         provider.initialize("s1", {"base_url": "localhost:8000"})

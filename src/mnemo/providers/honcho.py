@@ -23,11 +23,11 @@ to every provider; a provider only closes the connection pool it created itself.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import logging
 import re
 import threading
 from collections.abc import Mapping, Sequence
+from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, InvalidArgument, excerpt
@@ -101,8 +101,15 @@ class HonchoProvider:
     # -- set-up -----------------------------------------------------------------------------------
 
     def is_available(self) -> bool:
-        """Whether the ``honcho-ai`` SDK is installed (or a client was given)."""
-        return self._shared is not None or importlib.util.find_spec("honcho") is not None
+        """Whether the ``honcho-ai`` SDK is installed (or a client was given); another package also
+        installs a module named ``honcho``, so the distribution is what is checked."""
+        if self._shared is not None:
+            return True
+        try:
+            metadata.version("honcho-ai")
+        except metadata.PackageNotFoundError:
+            return False
+        return True
 
     def config_schema(self) -> list[ConfigField]:
         """What ``mnemo providers setup honcho`` asks for."""
