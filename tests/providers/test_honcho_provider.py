@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -21,11 +22,14 @@ import httpx
 from honcho import Honcho
 
 from mnemo import AgentMemory
+from mnemo.cli import main
 from mnemo.errors import ConfigError
 from mnemo.providers.configuration import provider_config, update_env_file
+from mnemo.providers.discovery import installed_plugins
 from mnemo.providers.honcho import HonchoProvider
 from mnemo.scope import Scope
 from support.honcho_server import HonchoReferenceServer
+from support.plugins import install_distribution
 
 FAST = {"graph_embedder": "none", "archive_embedder": "none", "archive_enabled": False, "graph_enabled": False}
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -212,6 +216,36 @@ def test_the_api_key_comes_from_the_homes_env_file(server, tmp_path):
     provider.on_turn_complete("hi", "hello")
     provider.shutdown()
     assert server.messages_in(provider.session_id) == [("user", "hi"), ("agent", "hello")]
+
+
+def test_setup_enables_the_entry_point_mnemo_declares_and_a_session_then_uses_it(server, tmp_path, monkeypatch):
+    # The entry point as pyproject.toml declares it; where the installed mnemo predates it, it is installed
+    # as metadata alone (mnemo itself is importable).
+    declared = tomllib.loads((SRC.parent / "pyproject.toml").read_text())["project"]["entry-points"]["mnemo.providers"]
+    if "honcho" not in installed_plugins():
+        monkeypatch.syspath_prepend(str(install_distribution(tmp_path / "site", "mnemo-entry", "1.0", {}, declared)))
+    assert [plugin.value for plugin in installed_plugins()["honcho"]] == [declared["honcho"]]
+    monkeypatch.delenv("HONCHO_API_KEY", raising=False)
+    home = tmp_path / "home"
+    home.mkdir()
+    argv = [
+        "--home",
+        str(home),
+        "providers",
+        "setup",
+        "honcho",
+        "--set",
+        f"base_url={server.url}",
+        "--set",
+        "api_key=test-key",
+    ]
+    assert main(argv) == 0
+    assert "HONCHO_API_KEY=test-key" in (home / ".env").read_text()
+    assert "test-key" not in (home / "config.toml").read_text()
+    with AgentMemory.open("s1", home, **FAST) as memory:
+        assert [p.name for p in memory.registry.providers] == ["honcho"]
+        memory.turn_complete("set up from the command line", "ok")
+    assert server.messages_in("user--s1")[0] == ("user", "set up from the command line")
 
 
 def test_peer_ids_keep_distinct_scope_ids_distinct():
