@@ -31,6 +31,7 @@ from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, InvalidArgument, excerpt
+from ..safety.scan import scan_many
 from ..scope import Scope
 from ..tools._json import check_required, failure, function_schema, parse_arguments, refusal, success
 from .config_schema import ConfigField
@@ -340,13 +341,24 @@ class HonchoProvider:
 
 
 def _render(whose: str, context: Any) -> str:
-    """A peer context (``PeerContext``: representation and card) as text, or ``""``."""
-    lines = []
-    if context.representation and context.representation.strip():
-        lines.append(context.representation.strip())
-    card = [entry.strip() for entry in (context.peer_card or []) if entry and entry.strip()]
-    if card:
-        lines.append("Peer card:\n" + "\n".join(f"- {entry}" for entry in card))
+    """A peer context (``PeerContext``: representation and card) as text, or ``""``.
+
+    Honcho's text comes from what was said in conversations, so every line is scanned like any memory
+    mnemo recalls, and a line with a finding is left out (the registry's fence then keeps the rest inside
+    the context block).
+    """
+    representation = [line.rstrip() for line in (context.representation or "").strip().splitlines()]
+    card = [entry.strip() for entry in (context.peer_card or []) if isinstance(entry, str) and entry.strip()]
+    checked = [line for line in representation if line.strip() and not line.lstrip().startswith("#")] + card
+    flagged = {text for text, findings in zip(checked, scan_many(checked)) if findings}
+    if flagged:
+        log.warning("honcho: %d line(s) about %s left out: the threat scan flagged them", len(flagged), whose)
+    lines = [line for line in representation if line not in flagged]
+    if not any(line.strip() and not line.lstrip().startswith("#") for line in lines):
+        lines = []
+    kept_card = [entry for entry in card if entry not in flagged]
+    if kept_card:
+        lines.append("Peer card:\n" + "\n".join(f"- {entry}" for entry in kept_card))
     return f"What Honcho knows of {whose}:\n" + "\n".join(lines) if lines else ""
 
 
