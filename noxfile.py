@@ -16,8 +16,8 @@ nox.options.error_on_missing_interpreters = True
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The whole suite with the test extras and the real Hermes Agent."""
-    session.install("-e", ".[test,hermes]")
+    """The whole suite with the test extras, the real Hermes Agent and the Honcho SDK (they install side by side)."""
+    session.install("-e", ".[test,hermes,honcho]")
     session.run("pytest", "-q", *session.posargs)
 
 
