@@ -247,9 +247,7 @@ def _raw_tool_calls(home, calls: list[dict]) -> list[dict]:
 
 
 def test_explicit_null_arguments_are_refused_but_left_out_arguments_mean_none(home):
-    null, left_out = _raw_tool_calls(
-        home, [{"name": "session_search", "arguments": None}, {"name": "session_search"}]
-    )
+    null, left_out = _raw_tool_calls(home, [{"name": "session_search", "arguments": None}, {"name": "session_search"}])
     assert null["result"]["isError"] is True
     assert json.loads(null["result"]["content"][0]["text"]) == {
         "success": False, "error": "invalid argument arguments: must be a JSON object, got null", "field": "arguments",
