@@ -4,6 +4,15 @@ Every accepted write to ``MEMORY.md`` / ``USER.md`` (tool, CLI, API, batch, rest
 :class:`HistoryRecord` holding the entries before and after, so an entry removed or rewritten by mistake
 can be brought back. A refused write writes nothing here either.
 
+A line keeps what its write changed, not the whole list twice, so the file grows with the edits and not with
+their square: ``edits`` are the ranges of the entries before that the write replaced, with what replaced them,
+and the entries before are those after the target's previous record (``parent``, by id). A line keeps the
+entries before in full instead when they are not that (a hand edit between two writes, the target's first
+record, a record that cannot be read) and once the lines since the target's last full copy outweigh one
+more, so a damaged line costs at most that much of the history after it and the file stays within about
+twice what the edits alone take. Lines of the first format, whole ``before`` and ``after``, read as before
+and mix freely with these; nothing is ever rewritten.
+
 The record is appended while the target file's lock is held, before the file is replaced, under a
 second lock of its own (always taken after a target's, so never in the other order): writers to
 either target, in any process, never interleave or lose records, and the entries a write overwrites are on
@@ -19,6 +28,7 @@ import secrets
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +37,9 @@ from .._time import iso
 from .files import MemoryFile
 
 HISTORY_FILENAME = ".mnemo-history.jsonl"
+
+# A full copy of a small target is cheap: below this many bytes of changes since the last one, none is due.
+_FULL_COPY_FLOOR = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,28 +81,106 @@ class HistoryRecord:
             "origin": dict(self.origin),
         }
 
-    def _line(self) -> bytes:
-        payload = {
-            "id": self.id, "time": self.time, "target": self.target, "operation": self.operation,
-            "before": list(self.before), "after": list(self.after), "origin": dict(self.origin),
-        }  # fmt: skip
-        return (json.dumps(payload, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+
+def entry_edits(before: Sequence[str], after: Sequence[str]) -> list[list[Any]]:
+    """What turns ``before`` into ``after``: ``[start, stop, replacement]`` ranges of ``before``, in order."""
+    head, tail = 0, 0
+    shorter = min(len(before), len(after))
+    while head < shorter and before[head] == after[head]:
+        head += 1
+    while tail < shorter - head and before[-1 - tail] == after[-1 - tail]:
+        tail += 1
+    old, new = before[head : len(before) - tail], after[head : len(after) - tail]
+    return [
+        [head + i1, head + i2, list(new[j1:j2])]
+        for tag, i1, i2, j1, j2 in SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
+        if tag != "equal"
+    ]
 
 
-def _parse(line: bytes) -> HistoryRecord | None:
-    try:
-        data = json.loads(line)
-        return HistoryRecord(
-            id=str(data["id"]),
-            time=float(data["time"]),
-            target=str(data["target"]),
-            operation=str(data["operation"]),
-            before=tuple(str(e) for e in data["before"]),
-            after=tuple(str(e) for e in data["after"]),
-            origin=dict(data.get("origin") or {}),
-        )
-    except (ValueError, KeyError, TypeError):
-        return None
+def apply_edits(before: tuple[str, ...], edits: Any) -> tuple[str, ...]:
+    """``before`` with :func:`entry_edits`' ``edits`` made; raises ``ValueError`` when they do not fit it."""
+    result: list[str] = []
+    done = 0
+    for start, stop, replacement in edits:
+        if not (type(start) is int and type(stop) is int and done <= start <= stop <= len(before)):
+            raise ValueError("an edit outside the entries it applies to")
+        if not isinstance(replacement, list) or not all(isinstance(entry, str) for entry in replacement):
+            raise ValueError("an edit whose entries are not text")
+        result += before[done:start]
+        result += replacement
+        done = stop
+    result += before[done:]
+    return tuple(result)
+
+
+@dataclass(slots=True)
+class _Tip:
+    """A target's newest readable record: its id, its entries after, and the bytes of the lines written since
+    the last one to hold its entries in full."""
+
+    id: str
+    entries: tuple[str, ...]
+    since_full_copy: int
+
+
+class _Replay:
+    """Reads history lines in file order into records, keeping each target's :class:`_Tip` (a line that
+    continues from its parent needs the entries that record left)."""
+
+    def __init__(self) -> None:
+        self.tips: dict[str, _Tip] = {}
+
+    def feed(self, line: bytes) -> HistoryRecord | None:
+        """The record of ``line``, or ``None`` when it is torn, damaged, or continues from a record that was
+        not read (then the target's next full copy picks it up again)."""
+        try:
+            data = json.loads(line)
+            target = str(data["target"])
+            tip = self.tips.get(target)
+            if "after" in data:  # the first format: both lists whole
+                before, after = _texts(data["before"]), _texts(data["after"])
+                grown = 0
+            else:
+                if "before" in data:
+                    before, grown = _texts(data["before"]), 0
+                elif tip is not None and data.get("parent") == tip.id:
+                    before, grown = tip.entries, tip.since_full_copy + len(line)
+                else:
+                    return None
+                after = apply_edits(before, data["edits"])
+            record = HistoryRecord(
+                str(data["id"]), float(data["time"]), target, str(data["operation"]), before, after,
+                dict(data.get("origin") or {}),
+            )  # fmt: skip
+        except (ValueError, KeyError, TypeError):
+            return None
+        self.tips[target] = _Tip(record.id, after, grown)
+        return record
+
+
+def _texts(values: Any) -> tuple[str, ...]:
+    if not isinstance(values, list):
+        raise TypeError("entries must be a list")
+    return tuple(str(value) for value in values)
+
+
+def _line(record: HistoryRecord, tip: _Tip | None) -> bytes:
+    """``record`` as one line: continuing from ``tip`` when that left the entries it found, else in full."""
+    payload: dict[str, Any] = {
+        "id": record.id, "time": record.time, "target": record.target, "operation": record.operation,
+        "edits": entry_edits(record.before, record.after), "origin": dict(record.origin),
+    }  # fmt: skip
+    encoded = _encode(payload)
+    full_copy = sum(len(entry.encode("utf-8", "surrogatepass")) + 4 for entry in record.before)
+    if tip is not None and tip.entries == record.before:
+        if tip.since_full_copy + len(encoded) <= max(_FULL_COPY_FLOOR, full_copy):
+            return _encode({**payload, "parent": tip.id})
+    return _encode({**payload, "before": list(record.before)})
+
+
+def _encode(payload: Mapping[str, Any]) -> bytes:
+    return (json.dumps(payload, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
 
 
 class CuratedHistory:
@@ -97,6 +188,11 @@ class CuratedHistory:
 
     def __init__(self, directory: str | Path) -> None:
         self.path = Path(directory) / HISTORY_FILENAME
+        # What this object has read of the file (its identity, how far, the targets' tips there), so an
+        # append reads only the lines written since its last one, by any process.
+        self._read_of: tuple[int, int] | None = None
+        self._read_to = 0
+        self._replay = _Replay()
 
     def append(
         self, target: str, operation: str, before: Sequence[str], after: Sequence[str], origin: Mapping[str, Any] | None
@@ -107,11 +203,11 @@ class CuratedHistory:
         )
         with MemoryFile(self.path).locked():
             created = not self.path.exists()
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
             try:
-                size = os.fstat(fd).st_size
-                data = record._line()
-                if size and not _ends_with_newline(self.path, size):
+                torn = self._catch_up(fd)
+                data = _line(record, self._replay.tips.get(target))
+                if torn:
                     data = b"\n" + data  # a crash tore the last record: keep ours on a line of its own
                 view = memoryview(data)
                 while view:
@@ -123,15 +219,29 @@ class CuratedHistory:
                 fsync_directory(self.path.parent)
         return record
 
+    def _catch_up(self, fd: int) -> bool:
+        """Read the lines added to the file open at ``fd`` since this object last did (all of them for a file
+        it has not seen), as a reader would; whether the file ends in a torn line, which the caller ends."""
+        stat = os.fstat(fd)
+        identity = (stat.st_dev, stat.st_ino)
+        if identity != self._read_of or stat.st_size < self._read_to:
+            self._read_of, self._read_to, self._replay = identity, 0, _Replay()
+        for line in os.pread(fd, stat.st_size - self._read_to, self._read_to).split(b"\n"):
+            if line.strip():
+                self._replay.feed(line)
+        self._read_to = stat.st_size
+        return stat.st_size > 0 and os.pread(fd, 1, stat.st_size - 1) != b"\n"
+
     def records(self, target: str | None = None) -> list[HistoryRecord]:
         """Every intact record, oldest first (only ``target``'s when given); torn or damaged lines are skipped."""
         try:
             raw = self.path.read_bytes()
         except FileNotFoundError:
             return []
+        replay = _Replay()
         found = []
         for line in raw.split(b"\n"):
-            record = _parse(line) if line.strip() else None
+            record = replay.feed(line) if line.strip() else None
             if record is not None and (target is None or record.target == target):
                 found.append(record)
         return found
@@ -139,9 +249,3 @@ class CuratedHistory:
     def get(self, record_id: str) -> HistoryRecord | None:
         """The record ``record_id``, or ``None``."""
         return next((r for r in self.records() if r.id == record_id), None)
-
-
-def _ends_with_newline(path: Path, size: int) -> bool:
-    with open(path, "rb") as handle:
-        handle.seek(size - 1)
-        return handle.read(1) == b"\n"
