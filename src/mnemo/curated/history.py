@@ -116,28 +116,31 @@ def apply_edits(before: tuple[str, ...], edits: Any) -> tuple[str, ...]:
 
 @dataclass(slots=True)
 class _Tip:
-    """A target's newest readable record: its id, its entries after, and the bytes of the lines written since
-    the last one to hold its entries in full."""
+    """A target's newest readable record: its id, its entries after, and the bytes stored since the last
+    record to hold its entries in full."""
 
     id: str
     entries: tuple[str, ...]
     since_full_copy: int
 
 
-class _Replay:
-    """Reads history lines in file order into records, keeping each target's :class:`_Tip` (a line that
-    continues from its parent needs the entries that record left)."""
+class HistoryReplay:
+    """Stored records, fed oldest first, read back as :class:`HistoryRecord`\\ s; and how to store the next.
+
+    Both backends store a record as the same JSON object (see the module docstring): ``id``, ``time``,
+    ``target``, ``operation``, ``origin``, ``edits``, and ``parent`` or ``before``; or, in the first format,
+    ``before`` and ``after``. A replay keeps each target's newest record, from which the next continues.
+    """
 
     def __init__(self) -> None:
-        self.tips: dict[str, _Tip] = {}
+        self._tips: dict[str, _Tip] = {}
 
-    def feed(self, line: bytes) -> HistoryRecord | None:
-        """The record of ``line``, or ``None`` when it is torn, damaged, or continues from a record that was
-        not read (then the target's next full copy picks it up again)."""
+    def feed(self, data: Any, size: int) -> HistoryRecord | None:
+        """The record stored as ``data`` (taking ``size`` bytes), or ``None`` when it is damaged or continues
+        from a record that was not read (its target's next full copy picks the history up again)."""
         try:
-            data = json.loads(line)
             target = str(data["target"])
-            tip = self.tips.get(target)
+            tip = self._tips.get(target)
             if "after" in data:  # the first format: both lists whole
                 before, after = _texts(data["before"]), _texts(data["after"])
                 grown = 0
@@ -145,7 +148,7 @@ class _Replay:
                 if "before" in data:
                     before, grown = _texts(data["before"]), 0
                 elif tip is not None and data.get("parent") == tip.id:
-                    before, grown = tip.entries, tip.since_full_copy + len(line)
+                    before, grown = tip.entries, tip.since_full_copy + size
                 else:
                     return None
                 after = apply_edits(before, data["edits"])
@@ -155,8 +158,22 @@ class _Replay:
             )  # fmt: skip
         except (ValueError, KeyError, TypeError):
             return None
-        self.tips[target] = _Tip(record.id, after, grown)
+        self._tips[target] = _Tip(record.id, after, grown)
         return record
+
+    def stored(self, record: HistoryRecord) -> dict[str, Any]:
+        """How to store ``record``, the next write to its target after those fed: continuing from the
+        target's newest record when that left the entries this write found, else with them in full."""
+        fields: dict[str, Any] = {
+            "id": record.id, "time": record.time, "target": record.target, "operation": record.operation,
+            "edits": entry_edits(record.before, record.after), "origin": dict(record.origin),
+        }  # fmt: skip
+        tip = self._tips.get(record.target)
+        if tip is not None and tip.entries == record.before:
+            full_copy = sum(len(entry.encode("utf-8", "surrogatepass")) + 4 for entry in record.before)
+            if tip.since_full_copy + len(_encode(fields)) <= max(_FULL_COPY_FLOOR, full_copy):
+                return {**fields, "parent": tip.id}
+        return {**fields, "before": list(record.before)}
 
 
 def _texts(values: Any) -> tuple[str, ...]:
@@ -165,22 +182,16 @@ def _texts(values: Any) -> tuple[str, ...]:
     return tuple(str(value) for value in values)
 
 
-def _line(record: HistoryRecord, tip: _Tip | None) -> bytes:
-    """``record`` as one line: continuing from ``tip`` when that left the entries it found, else in full."""
-    payload: dict[str, Any] = {
-        "id": record.id, "time": record.time, "target": record.target, "operation": record.operation,
-        "edits": entry_edits(record.before, record.after), "origin": dict(record.origin),
-    }  # fmt: skip
-    encoded = _encode(payload)
-    full_copy = sum(len(entry.encode("utf-8", "surrogatepass")) + 4 for entry in record.before)
-    if tip is not None and tip.entries == record.before:
-        if tip.since_full_copy + len(encoded) <= max(_FULL_COPY_FLOOR, full_copy):
-            return _encode({**payload, "parent": tip.id})
-    return _encode({**payload, "before": list(record.before)})
+def _encode(fields: Mapping[str, Any]) -> bytes:
+    return (json.dumps(fields, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
 
 
-def _encode(payload: Mapping[str, Any]) -> bytes:
-    return (json.dumps(payload, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+def _feed_line(replay: HistoryReplay, line: bytes) -> HistoryRecord | None:
+    try:
+        data = json.loads(line)
+    except ValueError:
+        return None
+    return replay.feed(data, len(line))
 
 
 class CuratedHistory:
@@ -192,7 +203,7 @@ class CuratedHistory:
         # append reads only the lines written since its last one, by any process.
         self._read_of: tuple[int, int] | None = None
         self._read_to = 0
-        self._replay = _Replay()
+        self._replay = HistoryReplay()
 
     def append(
         self, target: str, operation: str, before: Sequence[str], after: Sequence[str], origin: Mapping[str, Any] | None
@@ -206,7 +217,7 @@ class CuratedHistory:
             fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
             try:
                 torn = self._catch_up(fd)
-                data = _line(record, self._replay.tips.get(target))
+                data = _encode(self._replay.stored(record))
                 if torn:
                     data = b"\n" + data  # a crash tore the last record: keep ours on a line of its own
                 view = memoryview(data)
@@ -225,10 +236,10 @@ class CuratedHistory:
         stat = os.fstat(fd)
         identity = (stat.st_dev, stat.st_ino)
         if identity != self._read_of or stat.st_size < self._read_to:
-            self._read_of, self._read_to, self._replay = identity, 0, _Replay()
+            self._read_of, self._read_to, self._replay = identity, 0, HistoryReplay()
         for line in os.pread(fd, stat.st_size - self._read_to, self._read_to).split(b"\n"):
             if line.strip():
-                self._replay.feed(line)
+                _feed_line(self._replay, line)
         self._read_to = stat.st_size
         return stat.st_size > 0 and os.pread(fd, 1, stat.st_size - 1) != b"\n"
 
@@ -238,10 +249,10 @@ class CuratedHistory:
             raw = self.path.read_bytes()
         except FileNotFoundError:
             return []
-        replay = _Replay()
+        replay = HistoryReplay()
         found = []
         for line in raw.split(b"\n"):
-            record = replay.feed(line) if line.strip() else None
+            record = _feed_line(replay, line) if line.strip() else None
             if record is not None and (target is None or record.target == target):
                 found.append(record)
         return found
