@@ -110,3 +110,17 @@ def test_records_written_by_another_process_are_continued_not_copied(memories: P
         (one if i % 2 else other).apply("memory", Add(f"shared entry {i}"))
     assert sum(b'"before"' in line for line in _lines(one.history)) == 1  # the first write only
     assert MemoryStore(memories).history.records()[-1].after == tuple(f"shared entry {i}" for i in range(10))
+
+
+def test_a_history_file_emptied_and_refilled_under_an_open_store_is_read_afresh(memories: Path) -> None:
+    one, other = loaded(memories), loaded(memories)
+    for i in range(3):
+        one.apply("memory", Add(f"first life {i}"))
+    one.apply("user", Add("first life"))  # so the first store has read its last memory record
+    one.history.path.write_bytes(b"")  # the same file (inode), emptied by hand
+    for i in range(8):
+        other.apply("user", Add(f"second life {i}"))
+    one.apply("memory", Add("written by the first store"))
+    last = MemoryStore(memories).history.records()[-1]
+    assert last.added == ("written by the first store",)
+    assert last.before == tuple(f"first life {i}" for i in range(3))

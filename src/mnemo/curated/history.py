@@ -199,9 +199,10 @@ class CuratedHistory:
 
     def __init__(self, directory: str | Path) -> None:
         self.path = Path(directory) / HISTORY_FILENAME
-        # What this object has read of the file (its identity, how far, the targets' tips there), so an
-        # append reads only the lines written since its last one, by any process.
+        # What this object has read of the file (its identity and first bytes, how far, the targets' tips
+        # there), so an append reads only the lines written since its last one, by any process.
         self._read_of: tuple[int, int] | None = None
+        self._head = b""
         self._read_to = 0
         self._replay = HistoryReplay()
 
@@ -234,9 +235,12 @@ class CuratedHistory:
         """Read the lines added to the file open at ``fd`` since this object last did (all of them for a file
         it has not seen), as a reader would; whether the file ends in a torn line, which the caller ends."""
         stat = os.fstat(fd)
-        identity = (stat.st_dev, stat.st_ino)
-        if identity != self._read_of or stat.st_size < self._read_to:
-            self._read_of, self._read_to, self._replay = identity, 0, HistoryReplay()
+        # A file removed and made again can get the inode back; not its first bytes (a record's random id).
+        head = os.pread(fd, 64, 0)
+        same = self._read_of == (stat.st_dev, stat.st_ino) and head.startswith(self._head)
+        if not same or stat.st_size < self._read_to:
+            self._read_to, self._replay = 0, HistoryReplay()
+        self._read_of, self._head = (stat.st_dev, stat.st_ino), head
         for line in os.pread(fd, stat.st_size - self._read_to, self._read_to).split(b"\n"):
             if line.strip():
                 _feed_line(self._replay, line)
