@@ -82,7 +82,7 @@ class HistoryRecord:
         }
 
 
-def entry_edits(before: Sequence[str], after: Sequence[str]) -> list[list[Any]]:
+def _entry_edits(before: Sequence[str], after: Sequence[str]) -> list[list[Any]]:
     """What turns ``before`` into ``after``: ``[start, stop, replacement]`` ranges of ``before``, in order."""
     head, tail = 0, 0
     shorter = min(len(before), len(after))
@@ -98,8 +98,8 @@ def entry_edits(before: Sequence[str], after: Sequence[str]) -> list[list[Any]]:
     ]
 
 
-def apply_edits(before: tuple[str, ...], edits: Any) -> tuple[str, ...]:
-    """``before`` with :func:`entry_edits`' ``edits`` made; raises ``ValueError`` when they do not fit it."""
+def _apply_edits(before: tuple[str, ...], edits: Any) -> tuple[str, ...]:
+    """``before`` with :func:`_entry_edits`' ``edits`` made; raises ``ValueError`` when they do not fit it."""
     result: list[str] = []
     done = 0
     for start, stop, replacement in edits:
@@ -151,7 +151,7 @@ class HistoryReplay:
                     before, grown = tip.entries, tip.since_full_copy + size
                 else:
                     return None
-                after = apply_edits(before, data["edits"])
+                after = _apply_edits(before, data["edits"])
             record = HistoryRecord(
                 str(data["id"]), float(data["time"]), target, str(data["operation"]), before, after,
                 dict(data.get("origin") or {}),
@@ -166,7 +166,7 @@ class HistoryReplay:
         target's newest record when that left the entries this write found, else with them in full."""
         fields: dict[str, Any] = {
             "id": record.id, "time": record.time, "target": record.target, "operation": record.operation,
-            "edits": entry_edits(record.before, record.after), "origin": dict(record.origin),
+            "edits": _entry_edits(record.before, record.after), "origin": dict(record.origin),
         }  # fmt: skip
         tip = self._tips.get(record.target)
         if tip is not None and tip.entries == record.before:
