@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from mnemo import Add, MemoryStore, Remove, Replace
-from mnemo.curated.history import CuratedHistory
+from mnemo.curated.history import REWRITE_FIRST_FORMAT_AT, CuratedHistory
 
 from .conftest import loaded, seed
 
@@ -124,3 +124,36 @@ def test_a_history_file_emptied_and_refilled_under_an_open_store_is_read_afresh(
     last = MemoryStore(memories).history.records()[-1]
     assert last.added == ("written by the first store",)
     assert last.before == tuple(f"first life {i}" for i in range(3))
+
+
+def _first_format_history(memories: Path, writes: int) -> list[bytes]:
+    """A history as mnemo wrote it before it kept only what changed: ``writes`` adds, each line holding the
+    whole list before and after; the file's lines are returned."""
+    entries: list[str] = []
+    lines = []
+    for i in range(writes):
+        before = list(entries)
+        entries.append(f"note {i:05d}: the staging port is {6000 + i}")
+        record = {"id": f"h{i:08x}", "time": 1.0 + i, "target": "memory", "operation": "add",
+                  "before": before, "after": entries, "origin": {"via": "cli"}}  # fmt: skip
+        lines.append(json.dumps(record, separators=(",", ":")).encode())
+    (memories / ".mnemo-history.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    seed(memories, "memory", *entries)
+    return lines
+
+
+def test_a_large_history_in_the_first_format_is_rewritten_compactly_by_the_next_append(memories: Path) -> None:
+    lines = _first_format_history(memories, 300)
+    damaged = lines[100][:40]
+    history = memories / ".mnemo-history.jsonl"
+    history.write_bytes(b"\n".join([*lines[:100], damaged, *lines[100:]]) + b"\n")
+    old_size = history.stat().st_size
+    assert old_size > REWRITE_FIRST_FORMAT_AT
+    store = loaded(memories, **RAISED)
+    kept = store.history.records()
+    store.apply("memory", Add("the first write after the upgrade"))
+    assert history.stat().st_size < old_size / 10
+    assert store.history.records()[:-1] == kept  # every record, with its ids, times and origin
+    assert damaged + b"\n" in history.read_bytes()  # what cannot be read is kept as it was
+    assert store.history.records()[-1].added == ("the first write after the upgrade",)
+    assert not list(memories.glob(".*.tmp"))

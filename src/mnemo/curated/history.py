@@ -11,7 +11,10 @@ entries before in full instead when they are not that (a hand edit between two w
 record, a record that cannot be read) and once the lines since the target's last full copy outweigh one
 more, so a damaged line costs at most that much of the history after it and the file stays within about
 twice what the edits alone take. Lines of the first format, whole ``before`` and ``after``, read as before
-and mix freely with these; nothing is ever rewritten.
+and mix with these. Once they hold more than :data:`REWRITE_FIRST_FORMAT_AT` bytes, the next append rewrites
+the file in this form first (atomically and durably, under the history's lock; a line that cannot be read is
+kept as it is), so a home that grew a large history before keeps it and gets the space back; otherwise the
+file is only ever appended to.
 
 The record is appended while the target file's lock is held, before the file is replaced, under a
 second lock of its own (always taken after a target's, so never in the other order): writers to
@@ -23,6 +26,7 @@ next append first ends it with a newline so it can never merge with a good recor
 from __future__ import annotations
 
 import json
+import logging
 import os
 import secrets
 import time
@@ -32,14 +36,20 @@ from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Any
 
-from .._files import fsync_directory
+from .._files import atomic_write, fsync_directory, remove_stale_temp_files
 from .._time import iso
 from .files import MemoryFile
 
 HISTORY_FILENAME = ".mnemo-history.jsonl"
 
+_log = logging.getLogger(__name__)
+
 # A full copy of a small target is cheap: below this many bytes of changes since the last one, none is due.
 _FULL_COPY_FLOOR = 4096
+
+REWRITE_FIRST_FORMAT_AT = 1 << 20
+"""Bytes of first-format lines above which an append rewrites the history file in the current form: a
+one-time cost (about a second for 85 MB) that spares every later process reading them all."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +144,8 @@ class HistoryReplay:
 
     def __init__(self) -> None:
         self._tips: dict[str, _Tip] = {}
+        self.first_format_bytes = 0
+        """How many bytes of the records fed were in the first format."""
 
     def feed(self, data: Any, size: int) -> HistoryRecord | None:
         """The record stored as ``data`` (taking ``size`` bytes), or ``None`` when it is damaged or continues
@@ -144,6 +156,7 @@ class HistoryReplay:
             if "after" in data:  # the first format: both lists whole
                 before, after = _texts(data["before"]), _texts(data["after"])
                 grown = 0
+                self.first_format_bytes += size
             else:
                 if "before" in data:
                     before, grown = _texts(data["before"]), 0
@@ -218,6 +231,10 @@ class CuratedHistory:
             fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
             try:
                 torn = self._catch_up(fd)
+                if self._replay.first_format_bytes > REWRITE_FIRST_FORMAT_AT and self._rewritten():
+                    os.close(fd)  # the file it had open is gone
+                    fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
+                    torn = self._catch_up(fd)
                 data = _encode(self._replay.stored(record))
                 if torn:
                     data = b"\n" + data  # a crash tore the last record: keep ours on a line of its own
@@ -230,6 +247,29 @@ class CuratedHistory:
             if created:
                 fsync_directory(self.path.parent)
         return record
+
+    def _rewritten(self) -> bool:
+        """Replace the file (under its lock) with the same records in the current form, keeping any line that
+        cannot be read as it is; whether it was (when it could not be, the old file stays and is appended to)."""
+        reading, writing = HistoryReplay(), HistoryReplay()
+        lines = []
+        for line in self.path.read_bytes().split(b"\n"):
+            if not line.strip():
+                continue
+            record = _feed_line(reading, line)
+            if record is None:
+                lines.append(line + b"\n")
+                continue
+            fields = writing.stored(record)
+            lines.append(_encode(fields))
+            writing.feed(fields, len(lines[-1]))
+        remove_stale_temp_files(self.path, 0)  # an earlier rewrite's, killed midway
+        try:
+            atomic_write(self.path, *lines)
+        except OSError as exc:
+            _log.warning("could not rewrite the curated history %s in its compact form: %s", self.path, exc)
+            return False
+        return True
 
     def _catch_up(self, fd: int) -> bool:
         """Read the lines added to the file open at ``fd`` since this object last did (all of them for a file
