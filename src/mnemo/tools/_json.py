@@ -125,8 +125,8 @@ def parse_arguments(arguments: Any, tool_schema: Mapping[str, Any] | None = None
 
     An empty string means no arguments (``{}``); ``None`` and the JSON ``null`` are refused like any other
     value that is not an object, so a tool whose fields are all optional does not read them as "no
-    arguments" and run. With ``tool_schema`` (the tool's OpenAI function schema) every field must be one it declares, so
-    new arguments added to a schema are accepted without touching this rule.
+    arguments" and run. With ``tool_schema`` (the tool's OpenAI function schema) every field must be one it
+    declares, so new arguments added to a schema are accepted without touching this rule.
     """
     if isinstance(arguments, (bytes, bytearray)):
         try:
