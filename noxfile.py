@@ -16,9 +16,9 @@ nox.options.error_on_missing_interpreters = True
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The whole suite with the test extras, the real Hermes Agent and Mem0 (``mem0ai`` shares Hermes'
-    ``openai==2.24.0``)."""
-    session.install("-e", ".[test,hermes,mem0]")
+    """The whole suite with the test extras, the real Hermes Agent, the Honcho SDK and Mem0 (they install side by
+    side: ``mem0ai`` accepts Hermes' ``openai==2.24.0``)."""
+    session.install("-e", ".[test,hermes,honcho,mem0]")
     session.run("pytest", "-q", *session.posargs)
 
 

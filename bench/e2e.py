@@ -35,52 +35,23 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _reach import DOORS, Door, Message, ask, exchanges, feed  # noqa: E402
 from archive import Synth, _percentile, _scored_questions, _sessions, _table  # noqa: E402
-from mnemo import AgentMemory, RecalledMessage  # noqa: E402
+from mnemo import AgentMemory  # noqa: E402
 from mnemo.archive import open_archive  # noqa: E402
 from mnemo.embeddings import MiniLMEmbedder  # noqa: E402
 from mnemo.graph import MemoryGraph  # noqa: E402
 from mnemo.graph.backfill import archived_sessions, backfill  # noqa: E402
-from mnemo.graph.extraction import source_messages  # noqa: E402
 from mnemo.scope import Scope  # noqa: E402
-
-DOORS = ("per-turn context", "recall()", "session_search")
-_SESSION_LINE = re.compile(r"^- earlier session (\S+) \([^)]*\):$")
-_MESSAGE_LINE = re.compile(r"^  - (user|assistant): (.*)$")
-_MEMORY_LINE = re.compile(r"^- \[[a-z]+ · [^\]]*\] (.*)$")
-_WORDS = re.compile(r"[a-z0-9']+")
-
-
-def _flat(text: str) -> str:
-    return " ".join(text.split())
-
-
-@dataclass
-class _Message:
-    """An archived message of the run: its text and where each LoCoMo turn sits in it."""
-
-    text: str
-    spans: list[tuple[str, int, int]]  # (dia_id, start, end) in the flattened text
-
-
-@dataclass
-class _Conversation:
-    user: str
-    messages: dict[int, _Message] = field(default_factory=dict)  # archive id -> message
-    by_session: dict[str, list[int]] = field(default_factory=dict)
-    memory_sources: dict[str, list[int]] = field(default_factory=dict)  # memory content -> message ids
 
 
 def _turn(turn: dict) -> str:
@@ -90,191 +61,54 @@ def _turn(turn: dict) -> str:
     return text
 
 
-def _joined(turns: list[dict]) -> _Message:
-    spans, pieces, at = [], [], 0
-    for turn in turns:
-        piece = _flat(_turn(turn))
-        spans.append((str(turn.get("dia_id")), at, at + len(piece)))
-        pieces.append(piece)
-        at += len(piece) + 1
-    return _Message(" ".join(pieces), spans)
-
-
-def _exchanges(turns: list[dict], user_speaker: str) -> Iterator[tuple[_Message, _Message]]:
-    """(user message, reply) runs: the user's turns, then the other speaker's."""
-    runs: list[tuple[bool, list[dict]]] = []
-    for turn in turns:
-        mine = turn.get("speaker") == user_speaker
-        if runs and runs[-1][0] == mine:
-            runs[-1][1].append(turn)
-        else:
-            runs.append((mine, [turn]))
-    if runs and not runs[0][0]:
-        runs.insert(0, (True, []))
-    for index in range(0, len(runs), 2):
-        user = runs[index][1]
-        reply = runs[index + 1][1] if index + 1 < len(runs) else []
-        yield _joined(user), _joined(reply)
-
-
-def _feed(home: Path, sample: dict) -> tuple[_Conversation, list[float]]:
+def _conversation(sample: dict) -> tuple[str, list[tuple[str, list[tuple[Message, Message]]]]]:
+    """A LoCoMo sample as the user and their sessions of exchanges (speaker A is the user)."""
     conversation = sample["conversation"]
     user = str(sample.get("sample_id") or conversation.get("speaker_a"))
-    record = _Conversation(user)
-    turn_ms: list[float] = []
-    pending: list[tuple[str, _Message, _Message]] = []
-    for key, turns, _when in _sessions(conversation):
-        session_id = f"{user}-{key}"
-        history: list[dict] = []
-        with AgentMemory.open(session_id, home=home, user_id=user) as memory:
-            for mine, reply in _exchanges(turns, conversation["speaker_a"]):
-                started = time.perf_counter()
-                memory.prepare_messages(mine.text, history)
-                turn_ms.append((time.perf_counter() - started) * 1000)
-                memory.turn_complete(mine.text, reply.text)
-                history += [{"role": "user", "content": mine.text}, {"role": "assistant", "content": reply.text}]
-                pending.append((session_id, mine, reply))
-    _index(home, record, pending)
-    return record, turn_ms
-
-
-def _index(home: Path, record: _Conversation, fed: list[tuple[str, _Message, _Message]]) -> None:
-    """Match the archive's rows to the turns fed (the order they were archived in) and the extracted
-    memories to their messages: what scoring needs, read once after the run."""
-    scope = Scope(user_id=record.user)
-    archive = open_archive(home / "mnemo.db", scope=scope)
-    try:
-        stored = {sid: archive.messages(sid) for sid in dict.fromkeys(s for s, _, _ in fed)}
-    finally:
-        archive.close()
-    cursor = {sid: 0 for sid in stored}
-    for session_id, mine, reply in fed:
-        rows = stored[session_id]
-        for message in (mine, reply):
-            row = rows[cursor[session_id]]
-            cursor[session_id] += 1
-            record.messages[row.id] = message
-            record.by_session.setdefault(session_id, []).append(row.id)
-    graph = MemoryGraph(home / "mnemo.db", scope=scope)
-    try:
-        memories = graph.memories()
-        sources = source_messages(graph, [m.id for m in memories])
-        for memory in memories:
-            said = [s.message_id for s in sources.get(memory.id, ()) if s.message_id is not None]
-            record.memory_sources.setdefault(_flat(memory.content), []).extend(said)
-    finally:
-        graph.close()
-
-
-def _overlap(message: _Message, start: int, end: int) -> set[str]:
-    return {dia for dia, a, b in message.spans if min(end, b) - max(start, a) >= min(30, b - a)}
-
-
-def _passage_turns(record: _Conversation, message_id: int, passage: str) -> set[str]:
-    message = record.messages.get(message_id)
-    if message is None:
-        return set()
-    found = set()
-    for piece in (p.strip() for p in passage.split("…")):
-        at = message.text.find(piece) if piece else -1
-        if at >= 0:
-            found |= _overlap(message, at, at + len(piece))
-    return found
-
-
-def _memory_turns(record: _Conversation, content: str) -> set[str]:
-    words = set(_WORDS.findall(content.lower()))
-    found = set()
-    for message_id in record.memory_sources.get(_flat(content), ()):
-        message = record.messages.get(message_id)
-        if message is None or not message.spans:
-            continue
-        best = max(message.spans, key=lambda s: len(words & set(_WORDS.findall(message.text[s[1] : s[2]].lower()))))
-        found.add(best[0])
-    return found
-
-
-def _context_turns(record: _Conversation, block: str) -> set[str]:
-    found: set[str] = set()
-    session_id = ""
-    for line in block.splitlines():
-        if match := _SESSION_LINE.match(line):
-            session_id = match.group(1)
-        elif match := _MESSAGE_LINE.match(line):
-            for message_id in record.by_session.get(session_id, ()):
-                found |= _passage_turns(record, message_id, match.group(2))
-        elif match := _MEMORY_LINE.match(line):
-            found |= _memory_turns(record, match.group(1))
-    return found
-
-
-def _recall_turns(record: _Conversation, items: list) -> set[str]:
-    found: set[str] = set()
-    for item in items:
-        if isinstance(item, RecalledMessage):
-            found |= _passage_turns(record, item.message_id, item.passage)
-        else:
-            found |= _memory_turns(record, item.content)
-    return found
-
-
-def _search_turns(record: _Conversation, result: str) -> set[str]:
-    found: set[str] = set()
-    for group in json.loads(result).get("sessions", []):
-        for hit in group.get("hits", []):
-            for message in hit.get("context", []):
-                text = re.sub(r"… \[\d+ more chars\]$", "", str(message.get("content", "")))
-                found |= _passage_turns(record, int(message.get("id", -1)), _flat(text))
-    return found
-
-
-@dataclass
-class _Door:
-    any: list[float] = field(default_factory=list)
-    all: list[float] = field(default_factory=list)
-
-    def add(self, evidence: set[str], reached: set[str]) -> None:
-        self.any.append(float(bool(evidence & reached)))
-        self.all.append(float(evidence <= reached))
-
-
-def _ask(home: Path, record: _Conversation, sample: dict, doors: dict[str, _Door], ask_ms: list[float], chars: list[int]) -> None:
-    with AgentMemory.open(f"{record.user}-questions", home=home, user_id=record.user) as memory:
-        for _category, evidence, question, _qa in _scored_questions(sample):
-            wanted = set(evidence)
-            started = time.perf_counter()
-            messages = memory.prepare_messages(question, [])
-            ask_ms.append((time.perf_counter() - started) * 1000)
-            block = messages[-1]["content"][len(question) :]
-            chars.append(sum(len(line) + 1 for line in block.splitlines() if line.startswith(("- ", "  - "))))
-            doors["per-turn context"].add(wanted, _context_turns(record, block))
-            doors["recall()"].add(wanted, _recall_turns(record, memory.recall(question)))
-            doors["session_search"].add(wanted, _search_turns(record, memory.handle_tool_call("session_search", {"query": question})))
+    sessions = [
+        (key, list(exchanges([(t.get("speaker") == conversation["speaker_a"], str(t.get("dia_id")), _turn(t)) for t in turns])))
+        for key, turns, _when in _sessions(conversation)
+    ]  # fmt: skip
+    return user, sessions
 
 
 def bench_quality(path: Path, workdir: Path, conversations: int | None) -> dict:
     samples = json.loads(path.read_text(encoding="utf-8"))[:conversations]
     home = workdir / "locomo-home"
     home.mkdir(parents=True, exist_ok=True)
-    doors = {name: _Door() for name in DOORS}
+    doors = {name: Door() for name in DOORS}
     turn_ms: list[float] = []
     ask_ms: list[float] = []
     chars: list[int] = []
     started = time.perf_counter()
     for sample in samples:
-        record, fed_ms = _feed(home, sample)
+        record, fed_ms = feed(home, *_conversation(sample))
         turn_ms += fed_ms
-        _ask(home, record, sample, doors, ask_ms, chars)
+        with AgentMemory.open(f"{record.user}-questions", home=home, user_id=record.user) as memory:
+            for _category, evidence, question, _qa in _scored_questions(sample):
+                shown = ask(memory, record, question)
+                ask_ms.append(shown.ms)
+                chars.append(shown.context_chars)
+                for name, door in doors.items():
+                    door.add(set(evidence), shown.doors[name])
     rows = [[name, f"{statistics.fmean(d.any):.3f}", f"{statistics.fmean(d.all):.3f}"] for name, d in doors.items()]
-    print(f"\n{len(doors['recall()'].any)} questions, {len(samples)} conversations, {time.perf_counter() - started:.0f} s")
+    print(
+        f"\n{len(doors['recall()'].any)} questions, {len(samples)} conversations, {time.perf_counter() - started:.0f} s"
+    )
     _table(rows, ["door", "evidence reached (any)", "evidence reached (all)"])
     speed = [
         ["prepare_messages while feeding", f"{_percentile(turn_ms, 50):.1f}", f"{_percentile(turn_ms, 95):.1f}"],
         ["prepare_messages per question", f"{_percentile(ask_ms, 50):.1f}", f"{_percentile(ask_ms, 95):.1f}"],
     ]
     _table(speed, ["call", "p50 ms", "p95 ms"])
-    print(f"recalled characters per question (the lines graph_context_chars bounds; the fence adds ~190): mean {statistics.fmean(chars):.0f}, p95 {_percentile(chars, 95):.0f}, max {max(chars)}")
-    result = {f"{name}_{kind}": round(statistics.fmean(getattr(d, kind)), 3) for name, d in doors.items() for kind in ("any", "all")}
+    print(
+        f"recalled characters per question (the lines graph_context_chars bounds; the fence adds ~190): mean {statistics.fmean(chars):.0f}, p95 {_percentile(chars, 95):.0f}, max {max(chars)}"
+    )
+    result = {
+        f"{name}_{kind}": round(statistics.fmean(getattr(d, kind)), 3)
+        for name, d in doors.items()
+        for kind in ("any", "all")
+    }
     result |= {
         "questions": len(ask_ms),
         "feed_ms_p50": round(_percentile(turn_ms, 50), 2), "feed_ms_p95": round(_percentile(turn_ms, 95), 2),
@@ -345,7 +179,14 @@ def bench_scale(workdir: Path, messages: int, memories: int, questions: int) -> 
             messages_out = memory.prepare_messages(query, [])
             timings.append((time.perf_counter() - started) * 1000)
             chars.append(len(messages_out[-1]["content"]) - len(query))
-    rows = [[f"{messages:,} messages + {memories:,} memories", f"{_percentile(timings, 50):.1f}", f"{_percentile(timings, 95):.1f}", f"{statistics.fmean(chars):.0f}"]]
+    rows = [
+        [
+            f"{messages:,} messages + {memories:,} memories",
+            f"{_percentile(timings, 50):.1f}",
+            f"{_percentile(timings, 95):.1f}",
+            f"{statistics.fmean(chars):.0f}",
+        ]
+    ]
     _table(rows, ["home", "prepare_messages p50 ms", "p95 ms", "context chars (mean)"])
     return {"scale_ms_p50": round(_percentile(timings, 50), 2), "scale_ms_p95": round(_percentile(timings, 95), 2)}
 
@@ -354,7 +195,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, help="LoCoMo JSON (../shared/data/locomo/locomo_dev.json)")
     parser.add_argument("--conversations", type=int, default=None, help="only the first N conversations")
-    parser.add_argument("--scale-messages", type=int, default=0, help="also time a home with this many archived messages")
+    parser.add_argument(
+        "--scale-messages", type=int, default=0, help="also time a home with this many archived messages"
+    )
     parser.add_argument("--scale-memories", type=int, default=10_000)
     parser.add_argument("--scale-questions", type=int, default=200)
     parser.add_argument("--workdir", type=Path, default=None, help="keep homes here (the scale home is reused)")

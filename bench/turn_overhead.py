@@ -1,5 +1,6 @@
 """What AgentMemory.prepare_messages adds to a turn, with 0, 1 and 4 fast providers, and with one slow
-provider (400 ms per lookup) with and without prefetch.
+provider (400 ms per lookup) with and without prefetch; then the Honcho provider (real SDK, prefetching) against the local server that
+implements Honcho's API reference (tests/support/honcho_server.py), when the ``honcho`` extra is installed.
 
 The fast providers answer at once with a short fixed text, so everything measured is mnemo's own work:
 dispatching to the providers' threads under a deadline, collecting, sanitising and fencing their
@@ -130,6 +131,33 @@ def _mem0_rows(turns: int, gap: float, history: list[dict[str, str]]) -> None:
         _conversation_table(title, cases, turns, gap, history, configure)
 
 
+def _honcho_row(turns: int, gap: float, history: list[dict[str, str]]) -> None:
+    """The Honcho provider's added time per turn: every turn synced to the local reference server and the
+    next turn's context prefetched during the gap, against the same loop with no provider."""
+    try:
+        from mnemo.providers.honcho import HonchoProvider
+    except ImportError:
+        print("honcho: the honcho-ai SDK is not installed (pip install 'mnemo-local[honcho]'); row skipped")
+        return
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from support.honcho_server import HonchoReferenceServer
+
+    base = statistics.median(_conversation(None, turns, gap, history))
+    with HonchoReferenceServer() as server, tempfile.TemporaryDirectory() as home:
+        Path(home, "config.toml").write_text(f'[providers.honcho]\nbase_url = "{server.url}"\n')
+        with AgentMemory.open("bench", home, providers=[HonchoProvider()], archive_enabled=False, graph_enabled=False) as memory:
+            samples = sorted(_conversation(memory, turns, gap, history))
+        synced = len(server.messages_in("user--bench"))
+    p50 = statistics.median(samples)
+    print_table(
+        f"prepare_messages with the Honcho provider (prefetch) on the local reference server, turns 2-{turns}, "
+        f"{gap:.1f} s gap; {synced} messages synced (milliseconds)",
+        ("case", "p50 ms", "p95 ms", "p50 - base"),
+        [("baseline: copy history", base, base, 0.0), ("honcho, with prefetch", p50, samples[int(len(samples) * 0.95)], p50 - base)],
+        cell=lambda v: f"{v:.2f}" if isinstance(v, float) else str(v),
+    )
+
+
 def _history(length: int) -> list[dict[str, str]]:
     return [
         {"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i} about the staging server"}
@@ -179,6 +207,8 @@ def main() -> None:
     print()
     _slow_rows(args.turns, args.gap, history)
     _mem0_rows(args.turns, args.gap, history)
+    print()
+    _honcho_row(args.turns, args.gap, history)
 
 
 if __name__ == "__main__":

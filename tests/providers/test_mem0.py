@@ -223,8 +223,9 @@ def test_setup_keeps_the_key_in_the_env_file_and_status_finds_mem0_ready(tmp_pat
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]["mnemo.providers"]
     from mnemo.providers.discovery import installed_plugins
 
-    if "mem0" not in installed_plugins():  # an editable install from before the entry point was declared
-        monkeypatch.syspath_prepend(str(install_distribution(tmp_path / "site", "mnemo-local", "0.1.0", {}, declared)))
+    missing = {name: target for name, target in declared.items() if name not in installed_plugins()}
+    if missing:  # an editable install from before these entry points were declared
+        monkeypatch.syspath_prepend(str(install_distribution(tmp_path / "site", "mnemo-local", "0.1.0", {}, missing)))
     home = tmp_path / "home"
     code = main(["--home", str(home), "providers", "setup", "mem0", "--set", "llm_base_url=http://127.0.0.1:9/v1",
                  "--set", "llm_api_key=sk-secret", "--json"])  # fmt: skip

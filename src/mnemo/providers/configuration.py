@@ -27,7 +27,6 @@ from pydantic import ValidationError
 from ..config import CONFIG_FILENAME, Settings
 from ..curated.files import MemoryFile, UnreadableFile
 from ..errors import ConfigError
-from ..scope import Scope
 from .config_schema import RESERVED_KEYS, ConfigField, read_config_schema
 from .protocol import ProviderError
 
@@ -304,17 +303,9 @@ def provider_config(
 
 
 def session_configs(
-    registered: Iterable[tuple[str, object]],
-    tables: Mapping[str, Any],
-    *,
-    home: str | os.PathLike[str],
-    scope: Scope | None = None,
+    registered: Iterable[tuple[str, object]], tables: Mapping[str, Any], *, home: str | os.PathLike[str]
 ) -> dict[str, dict[str, Any]]:
     """:func:`provider_config` for every ``(name, provider)``, as ``initialize_all`` takes it.
-
-    Given the session's ``scope``, every provider's config also carries ``home`` and the scope's
-    ``user_id``, ``agent_id`` and ``channel_id``, over anything its table says: whose memory a session
-    holds is mnemo's to say, so a table can never point a provider at another user's data.
 
     A provider whose schema is malformed, or whose secrets cannot be read, gets its table as it is,
     with the reason logged under its name; what it then lacks is for its ``initialize`` to refuse.
@@ -330,8 +321,6 @@ def session_configs(
         except (ProviderError, ConfigError) as exc:
             log.warning("%s: configuration incomplete: %s", name, exc)
             configs[name] = {key: value for key, value in table.items() if key not in RESERVED_KEYS}
-        if scope is not None:
-            configs[name].update(home=str(home), **scope.as_dict())
     return configs
 
 

@@ -1,0 +1,235 @@
+"""What reaches the model: a conversation fed through the README's own agent loop, then, for each question
+asked in a new session, which of its evidence messages each door shows (shared by bench/e2e.py and
+bench/beam.py).
+
+A conversation is sessions of exchanges; an exchange is one user message and its reply, each the text of
+one or more dataset turns (``spans`` say where each turn sits in it). Feeding is ``prepare_messages`` then
+``turn_complete`` per exchange and ``close()`` at each session's end, nothing else. An evidence turn counts
+as reached when what a door shows overlaps its text: an archived message's passage covering part of that
+turn, or a memory extracted from the message holding it (credited to the turn of that message sharing most
+words with it).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mnemo import AgentMemory, RecalledMessage
+from mnemo.archive import open_archive
+from mnemo.graph import MemoryGraph
+from mnemo.graph.extraction import source_messages
+from mnemo.scope import Scope
+
+DOORS = ("per-turn context", "recall()", "session_search")
+_SESSION_LINE = re.compile(r"^- earlier session (\S+) \([^)]*\):$")
+_MESSAGE_LINE = re.compile(r"^  - (user|assistant): (.*)$")
+_MEMORY_LINE = re.compile(r"^- \[[a-z]+ · [^\]]*\] (.*)$")
+_WORDS = re.compile(r"[a-z0-9']+")
+
+
+def flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+@dataclass
+class Message:
+    """A message of the run: its text and where each dataset turn sits in it."""
+
+    text: str
+    spans: list[tuple[str, int, int]]  # (turn id, start, end) in the flattened text
+
+
+@dataclass
+class Conversation:
+    """One user's run: the archived messages (by archive id), each session's ids in order, and the archive
+    ids each extracted memory came from."""
+
+    user: str
+    messages: dict[int, Message] = field(default_factory=dict)
+    by_session: dict[str, list[int]] = field(default_factory=dict)
+    memory_sources: dict[str, list[int]] = field(default_factory=dict)  # memory content -> message ids
+
+
+def joined(turns: Iterable[tuple[str, str]]) -> Message:
+    """One message of ``(turn id, text)`` turns, in order."""
+    spans, pieces, at = [], [], 0
+    for turn_id, text in turns:
+        piece = flat(text)
+        spans.append((turn_id, at, at + len(piece)))
+        pieces.append(piece)
+        at += len(piece) + 1
+    return Message(" ".join(pieces), spans)
+
+
+def exchanges(turns: Sequence[tuple[bool, str, str]]) -> Iterator[tuple[Message, Message]]:
+    """(user message, reply) runs of ``(said by the user, turn id, text)`` turns: each run of the user's turns,
+    then the other side's (a conversation opening with the other side gets an empty user message)."""
+    runs: list[tuple[bool, list[tuple[str, str]]]] = []
+    for mine, turn_id, text in turns:
+        if runs and runs[-1][0] == mine:
+            runs[-1][1].append((turn_id, text))
+        else:
+            runs.append((mine, [(turn_id, text)]))
+    if runs and not runs[0][0]:
+        runs.insert(0, (True, []))
+    for index in range(0, len(runs), 2):
+        reply = runs[index + 1][1] if index + 1 < len(runs) else []
+        yield joined(runs[index][1]), joined(reply)
+
+
+def feed(
+    home: Path, user: str, sessions: Iterable[tuple[str, list[tuple[Message, Message]]]]
+) -> tuple[Conversation, list[float]]:
+    """Feed ``sessions`` (key, exchanges) through the loop, one ``AgentMemory`` session each; the run's record
+    and the ``prepare_messages`` times (ms)."""
+    record = Conversation(user)
+    turn_ms: list[float] = []
+    fed: list[tuple[str, Message, Message]] = []
+    for key, pairs in sessions:
+        session_id = f"{user}-{key}"
+        history: list[dict] = []
+        with AgentMemory.open(session_id, home=home, user_id=user) as memory:
+            for mine, reply in pairs:
+                started = time.perf_counter()
+                memory.prepare_messages(mine.text, history)
+                turn_ms.append((time.perf_counter() - started) * 1000)
+                memory.turn_complete(mine.text, reply.text)
+                history += [{"role": "user", "content": mine.text}, {"role": "assistant", "content": reply.text}]
+                fed.append((session_id, mine, reply))
+    _index(home, record, fed)
+    return record, turn_ms
+
+
+def _index(home: Path, record: Conversation, fed: list[tuple[str, Message, Message]]) -> None:
+    """Match the archive's rows to the messages fed (the order they were archived in) and the extracted
+    memories to their messages: what scoring needs, read once after the run."""
+    scope = Scope(user_id=record.user)
+    archive = open_archive(home / "mnemo.db", scope=scope)
+    try:
+        stored = {sid: archive.messages(sid) for sid in dict.fromkeys(s for s, _, _ in fed)}
+    finally:
+        archive.close()
+    cursor = {sid: 0 for sid in stored}
+    for session_id, mine, reply in fed:
+        rows = stored[session_id]
+        for message in (mine, reply):
+            row = rows[cursor[session_id]]
+            cursor[session_id] += 1
+            record.messages[row.id] = message
+            record.by_session.setdefault(session_id, []).append(row.id)
+    graph = MemoryGraph(home / "mnemo.db", scope=scope)
+    try:
+        memories = graph.memories()
+        sources = source_messages(graph, [m.id for m in memories])
+        for memory in memories:
+            said = [s.message_id for s in sources.get(memory.id, ()) if s.message_id is not None]
+            record.memory_sources.setdefault(flat(memory.content), []).extend(said)
+    finally:
+        graph.close()
+
+
+def _overlap(message: Message, start: int, end: int) -> set[str]:
+    return {turn for turn, a, b in message.spans if min(end, b) - max(start, a) >= min(30, b - a)}
+
+
+def _passage_turns(record: Conversation, message_id: int, passage: str) -> list[str]:
+    message = record.messages.get(message_id)
+    if message is None:
+        return []
+    found: list[str] = []
+    for piece in (p.strip() for p in passage.split("…")):
+        at = message.text.find(piece) if piece else -1
+        if at >= 0:
+            found += sorted(_overlap(message, at, at + len(piece)))
+    return found
+
+
+def _memory_turns(record: Conversation, content: str) -> list[str]:
+    words = set(_WORDS.findall(content.lower()))
+    found: list[str] = []
+    for message_id in record.memory_sources.get(flat(content), ()):
+        message = record.messages.get(message_id)
+        if message is None or not message.spans:
+            continue
+        best = max(message.spans, key=lambda s: len(words & set(_WORDS.findall(message.text[s[1] : s[2]].lower()))))
+        found.append(best[0])
+    return found
+
+
+def context_turns(record: Conversation, block: str) -> list[str]:
+    """The turns the per-turn context ``block`` shows, in the order shown."""
+    found: list[str] = []
+    session_id = ""
+    for line in block.splitlines():
+        if match := _SESSION_LINE.match(line):
+            session_id = match.group(1)
+        elif match := _MESSAGE_LINE.match(line):
+            for message_id in record.by_session.get(session_id, ()):
+                found += _passage_turns(record, message_id, match.group(2))
+        elif match := _MEMORY_LINE.match(line):
+            found += _memory_turns(record, match.group(1))
+    return found
+
+
+def recall_turns(record: Conversation, items: list) -> list[str]:
+    """The turns ``AgentMemory.recall`` results show, best first."""
+    found: list[str] = []
+    for item in items:
+        if isinstance(item, RecalledMessage):
+            found += _passage_turns(record, item.message_id, item.passage)
+        else:
+            found += _memory_turns(record, item.content)
+    return found
+
+
+def search_turns(record: Conversation, result: str) -> list[str]:
+    """The turns a ``session_search`` result shows, in its order."""
+    found: list[str] = []
+    for group in json.loads(result).get("sessions", []):
+        for hit in group.get("hits", []):
+            for message in hit.get("context", []):
+                text = re.sub(r"… \[\d+ more chars\]$", "", str(message.get("content", "")))
+                found += _passage_turns(record, int(message.get("id", -1)), flat(text))
+    return found
+
+
+@dataclass
+class Door:
+    """Per question: whether some evidence turn was reached (``any``), and every one (``all``)."""
+
+    any: list[float] = field(default_factory=list)
+    all: list[float] = field(default_factory=list)
+
+    def add(self, evidence: set[str], reached: Iterable[str]) -> None:
+        reached = set(reached)
+        self.any.append(float(bool(evidence & reached)))
+        self.all.append(float(evidence <= reached))
+
+
+@dataclass(frozen=True)
+class Shown:
+    """The turns each door showed for one question, in the order shown; and the context block's size."""
+
+    doors: dict[str, list[str]]
+    context_chars: int
+    ms: float
+
+
+def ask(memory: AgentMemory, record: Conversation, question: str) -> Shown:
+    """Ask ``question`` through every door of ``memory`` (a new session of the conversation's user)."""
+    started = time.perf_counter()
+    messages = memory.prepare_messages(question, [])
+    ms = (time.perf_counter() - started) * 1000
+    block = messages[-1]["content"][len(question) :]
+    chars = sum(len(line) + 1 for line in block.splitlines() if line.startswith(("- ", "  - ")))
+    doors = {
+        "per-turn context": context_turns(record, block),
+        "recall()": recall_turns(record, memory.recall(question)),
+        "session_search": search_turns(record, memory.handle_tool_call("session_search", {"query": question})),
+    }
+    return Shown(doors, chars, ms)
