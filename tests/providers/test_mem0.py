@@ -179,6 +179,28 @@ def test_a_hung_model_server_never_holds_a_turn_past_the_deadline(home, server):
             assert "<memory-context>" not in sent
 
 
+def test_a_hung_extraction_model_never_holds_a_turn_past_the_deadline(home, server):
+    server.handler = lambda body: Reply.text("{}", delay=30)  # chat hangs; embeddings still answer
+    with open_memory(home, enrich_timeout=0.5, shutdown_timeout=0.5) as memory:
+        for turn in range(3):
+            started = time.monotonic()
+            memory.prepare_messages(f"question {turn}", [])
+            memory.turn_complete(f"question {turn}", "answer")
+            assert time.monotonic() - started < 1.5
+        found = json.loads(memory.handle_tool_call("mem0_search", {"query": "question"}))
+        assert found == {"success": True, "results": []}
+
+
+def test_a_session_switch_files_later_turns_under_the_new_session(home):
+    with open_memory(home, session="first") as memory:
+        remember(memory, "The first session mentioned kiwis")
+        memory.switch_session("second", parent="first")
+        remember(memory, "The second session mentioned figs")
+        backend = memory.registry.providers[0]._backend
+        runs = {found["memory"]: found["run_id"] for found in backend.get_all(filters={"user_id": "alice", "agent_id": "~"})["results"]}
+    assert runs == {"The first session mentioned kiwis": "first", "The second session mentioned figs": "second"}
+
+
 def test_a_failing_model_server_leaves_the_session_going(home, server):
     server.embedding_fault = Reply.error(500, "the embedder crashed")
     server.handler = lambda body: Reply.error(500, "the model crashed")
