@@ -17,6 +17,7 @@ from mnemo import AgentMemory
 from mnemo.cli import main
 from mnemo.providers.configuration import update_env_file, update_provider_table
 from mnemo.providers.mem0 import MEM0_TOOL_NAMES, Mem0Provider, entity_id
+from support.mem0_platform import API_KEY, Mem0Platform
 from support.mem0_run import extracting_model
 from support.openai_server import EMBEDDING_DIMS, OpenAIServer, Reply
 from support.plugins import install_distribution
@@ -213,6 +214,46 @@ def test_a_failing_model_server_leaves_the_session_going(home, server):
         server.embedding_fault = None
         server.handler = extracting_model
         remember(memory, "The server came back")
+
+
+@pytest.fixture
+def platform(home, monkeypatch):
+    """Mem0's platform on loopback, set up as ``mnemo providers setup mem0 --set mode=hosted`` leaves it."""
+    with Mem0Platform() as running:
+        update_provider_table(home, "mem0", {"mode": "hosted", "host": running.url})
+        monkeypatch.setenv("MNEMO_PROVIDER_MEM0_API_KEY", API_KEY)
+        yield running
+
+
+def test_hosted_a_turn_reaches_the_platform_scoped_and_comes_back_as_context(home, platform):
+    with open_memory(home, session="s1") as memory:
+        memory.prepare_messages("The staging database is called heron", [])
+        memory.turn_complete("The staging database is called heron", "Noted.")
+        eventually(lambda: len(platform.memories) == 1)
+        sent = memory.prepare_messages("what is the staging database called", [])[-1]["content"]
+    assert "### mem0\n- The staging database is called heron" in sent
+    [added] = [body for method, path, body in platform.requests if path == "/v3/memories/add/"]
+    assert (added["user_id"], added["agent_id"], added["run_id"]) == ("alice", "~", "s1")
+
+
+def test_hosted_two_users_never_see_each_others_memories(home, platform):
+    with open_memory(home, "alice") as alice, open_memory(home, "bob") as bob:
+        added = json.loads(alice.handle_tool_call("mem0_add", {"content": "My locker code is 4711"}))
+        assert added["success"] and added["status"] == "PENDING"
+        [alices] = platform.memories
+        assert json.loads(bob.handle_tool_call("mem0_search", {"query": "locker code"}))["results"] == []
+        assert listed(bob) == []
+        assert json.loads(bob.handle_tool_call("mem0_delete", {"memory_id": alices}))["success"] is False
+        assert listed(alice) == ["My locker code is 4711"]
+    searched = [body["filters"] for method, path, body in platform.requests if path == "/v3/memories/search/"]
+    assert searched == [{"AND": [{"user_id": "bob"}, {"agent_id": "~"}]}]
+
+
+def test_hosted_a_refused_api_key_leaves_mem0_out_and_says_why(home, platform, monkeypatch):
+    monkeypatch.setenv("MNEMO_PROVIDER_MEM0_API_KEY", "m0-wrong")
+    with open_memory(home) as memory:
+        [degradation] = memory.degraded
+        assert degradation.component == "mem0" and "Invalid API key" in degradation.reason
 
 
 def test_hosted_mode_without_an_api_key_leaves_mem0_out_and_says_why(home, monkeypatch):
