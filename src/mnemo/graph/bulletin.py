@@ -29,7 +29,7 @@ from ..errors import MnemoError
 from ..safety.fence import sanitize_context
 from ..safety.scan import scan
 from .migrate_curated import CURATED_PREFIX
-from .schema import SCOPE_CLAUSE, SELECT_MEMORY, row_to_memory, scope_params
+from .schema import SCOPE_CLAUSE, SELECT_MEMORY, meta_key, row_to_memory, scope_params
 from .types import Memory, MemoryType
 
 if TYPE_CHECKING:
@@ -151,10 +151,6 @@ def _input_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _cache_key(graph: MemoryGraph) -> str:
-    return _CACHE_KEY + "\x1f" + "\x1f".join(scope_params(graph.scope))
-
-
 def synthesize_bulletin(graph: MemoryGraph, llm: LLM, chars: int = DEFAULT_BULLETIN_CHARS) -> bool:
     """Ask ``llm`` for a condensed bulletin of the current render and cache it under the render's hash, for
     :func:`session_bulletin` to use while the graph renders the same. Made during a maintenance pass, never
@@ -182,14 +178,14 @@ def synthesize_bulletin(graph: MemoryGraph, llm: LLM, chars: int = DEFAULT_BULLE
     with graph._write() as conn:
         conn.execute(
             "INSERT INTO graph_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            (_cache_key(graph), json.dumps({"input": digest, "text": text})),
+            (meta_key(_CACHE_KEY, graph.scope), json.dumps({"input": digest, "text": text})),
         )
     return True
 
 
 def _cached(graph: MemoryGraph, digest: str) -> str | None:
     with graph._lock:
-        row = graph._conn.execute("SELECT value FROM graph_meta WHERE key = ?", (_cache_key(graph),)).fetchone()
+        row = graph._conn.execute("SELECT value FROM graph_meta WHERE key = ?", (meta_key(_CACHE_KEY, graph.scope),)).fetchone()
     if row is None:
         return None
     try:
