@@ -79,6 +79,10 @@ def render_bulletin(graph: MemoryGraph, chars: int = DEFAULT_BULLETIN_CHARS) -> 
                 cost = len(line) + 1 + (0 if chosen[index] else len(title) + 5)
                 if used + cost > chars:
                     continue  # a shorter line further down may still fit
+                # Scanned only now that it would be placed: the scan costs far more than the query, and most
+                # candidates never get this far.
+                if scan(line):
+                    continue
                 chosen[index].append(line)
                 used += cost
     if not any(chosen):
@@ -93,7 +97,7 @@ def render_bulletin(graph: MemoryGraph, chars: int = DEFAULT_BULLETIN_CHARS) -> 
 
 
 def _lines(graph: MemoryGraph, kinds: tuple[MemoryType, ...]) -> list[tuple[bool, str]]:
-    """Candidate lines of one section, best first, as ``(pinned, line)``; scanned, deduplicated."""
+    """Candidate lines of one section, best first, as ``(pinned, line)``; deduplicated, not yet scanned."""
     recency_first = kinds == (MemoryType.EVENT,)
     # One type per query, in an order an index holds (ties: its rowid order), so the top few are read
     # without sorting the type; a two-type section merges the two tops.
@@ -122,7 +126,7 @@ def _lines(graph: MemoryGraph, kinds: tuple[MemoryType, ...]) -> list[tuple[bool
         if memory.superseded:
             continue
         line = _line(memory, dated=recency_first)
-        if line in seen or scan(line):
+        if line in seen:
             continue
         seen.add(line)
         found.append((memory.pinned, line))
