@@ -189,7 +189,9 @@ def synthesize_bulletin(graph: MemoryGraph, llm: LLM, chars: int = DEFAULT_BULLE
 
 def _cached(graph: MemoryGraph, digest: str) -> str | None:
     with graph._lock:
-        row = graph._conn.execute("SELECT value FROM graph_meta WHERE key = ?", (meta_key(_CACHE_KEY, graph.scope),)).fetchone()
+        row = graph._conn.execute(
+            "SELECT value FROM graph_meta WHERE key = ?", (meta_key(_CACHE_KEY, graph.scope),)
+        ).fetchone()
     if row is None:
         return None
     try:
