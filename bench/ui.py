@@ -147,7 +147,7 @@ def main() -> None:
                 *browser.timed([f"/sessions/{sessions[i % len(sessions)]}" for i in range(n)]),
             ],
             ["page", "curated", *browser.timed(["/curated"] * n)],
-            ["page", "prompt preview", *browser.timed(["/prompt"] * max(10, n // 4))],
+            ["page", "prompt preview", *browser.timed(["/prompt"] * n)],
             [
                 "search",
                 "memories (hybrid recall, query embedded; best 20)",
