@@ -16,8 +16,9 @@ nox.options.error_on_missing_interpreters = True
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The whole suite with the test extras and the real Hermes Agent."""
-    session.install("-e", ".[test,hermes]")
+    """The whole suite with the test extras, the real Hermes Agent, the Honcho SDK and Mem0 (they install side by
+    side: ``mem0ai`` accepts Hermes' ``openai==2.24.0``)."""
+    session.install("-e", ".[test,hermes,honcho,mem0]")
     session.run("pytest", "-q", *session.posargs)
 
 

@@ -146,11 +146,16 @@ def main() -> None:
                 *browser.timed([f"/sessions/{sessions[i % len(sessions)]}" for i in range(n)]),
             ],
             ["page", "curated", *browser.timed(["/curated"] * n)],
-            ["page", "prompt preview", *browser.timed(["/prompt"] * max(10, n // 4))],
+            ["page", "prompt preview", *browser.timed(["/prompt"] * n)],
             [
                 "search",
-                "memories (hybrid recall, query embedded)",
+                "memories (hybrid recall, query embedded; best 20)",
                 *browser.timed([f"/memories?q={quote_plus(q)}" for q in queries]),
+            ],
+            [
+                "search",
+                "memories, 'more results' (best 40)",
+                *browser.timed([f"/memories?q={quote_plus(q)}&shown=40" for q in queries[: max(10, n // 4)]]),
             ],
             ["search", "archive messages", *browser.timed([f"/sessions?q={quote_plus(q)}" for q in archive_queries])],
             [

@@ -280,7 +280,10 @@ def test_provider_config_tables_reach_initialize(tmp_path):
     (tmp_path / "config.toml").write_text('[providers.team]\nendpoint = "http://127.0.0.1:1"\n')
     with _open(tmp_path, Configured()):
         pass
-    assert seen == {"session_key": "s1", "config": {"endpoint": "http://127.0.0.1:1"}}
+    assert seen == {
+        "session_key": "s1",
+        "config": {"endpoint": "http://127.0.0.1:1", "user_id": "", "agent_id": "", "channel_id": "", "home": str(tmp_path)},
+    }
 
 
 def test_a_provider_that_fails_to_start_is_dropped_and_the_rest_work(tmp_path):

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import sqlite3
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from mnemo import ENTRY_DELIMITER, AgentMemory, doctor
+from mnemo.config import load_settings
 from mnemo.doctor import Finding, Severity, diagnose
 from mnemo.embeddings import MiniLMEmbedder
+from mnemo.embeddings.vector_file import directory_for
 from mnemo.embeddings.weights_cache import wait_for_writes
 from support import damage
 from support.damage import DAMAGE, database_of, remount_read_only
@@ -181,6 +185,50 @@ def test_a_cache_directory_that_cannot_be_written_is_a_warning(
     [finding] = checks_failing(home, graph_embedder="minilm")["embeddings.weights"]
     assert "cannot be written" in finding.problem
     assert "embeddings.weights" not in checks_failing(home)  # no local model configured: nothing to cache
+
+
+def _left(path: Path, size: int = 1024, age: float = 86_400) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"\0" * size)
+    then = time.time() - age
+    os.utime(path, (then, then))
+    return path
+
+
+def test_temp_files_left_by_killed_writers_are_a_warning_listing_them(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MNEMO_CACHE_DIR", str(tmp_path / "cache"))
+    settings = load_settings(home)
+    places = [
+        settings.memories_dir,
+        settings.cache_directory,
+        directory_for(settings.database_path),
+        home / "memory-files",
+    ]
+    left = [
+        _left(places[0] / ".MEMORY.md.k3j4h5g6.tmp"),
+        _left(places[1] / ".all-MiniLM-L6-v2-0123.safetensors.k3j4h5g6.tmp", size=2 * 2**20),
+        _left(places[2] / "graph-0123.vec.4242.tmp"),
+        _left(places[3] / "default" / "notes" / ".plan.md.k3j4h5g6.tmp"),
+    ]
+    found = checks_failing(home)["files.leftovers"]
+    assert [f.path for f in found] == [str(place) for place in places]
+    assert all(f.severity is Severity.WARNING and f"'{p}'" in f.fix for f, p in zip(found, left, strict=True))
+    assert "2.0 MB" in found[1].problem
+
+
+def test_temp_files_being_written_or_not_mnemos_are_not_reported(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MNEMO_CACHE_DIR", str(tmp_path / "cache"))
+    _left(home / "memories" / ".mem_k3j4h5g6.tmp")  # Hermes' own
+    cache = load_settings(home).cache_directory
+    _left(cache / ".model.safetensors.k3j4h5g6.tmp", age=1)  # a writer's first instant
+    live = _left(cache / ".model.safetensors.a1b2c3d4.tmp")
+    with open(live, "rb") as held:
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX)  # as a writer holds its temp file until the rename
+        assert "files.leftovers" not in checks_failing(home)
 
 
 def test_a_read_only_home_and_a_full_disk_are_errors(small_file_system: Path) -> None:

@@ -34,7 +34,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._files import atomic_write, fsync_directory
+from ._files import atomic_write, fsync_directory, remove_stale_temp_files
 from .curated.entries import ENTRY_DELIMITER, joined_length, parse_entries
 from .curated.errors import MemoryOpError
 from .curated.ops import Add, MemoryOp, Remove, Replace, usage_text
@@ -268,6 +268,7 @@ class AnthropicMemoryTool:
         real = self._real(path)
         real.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._real(path)  # re-checked: a directory created above cannot be a link, one found may be
+        remove_stale_temp_files(real, 0)  # under the directory's lock no other write of it is under way
         atomic_write(real, data)
 
     def _usage(self) -> tuple[int, int]:

@@ -29,12 +29,15 @@ from typing import Any
 from urllib.parse import quote
 
 from . import _db
+from ._files import stale_temp_files
 from .archive import schema as archive_schema
 from .config import CONFIG_FILENAME, Settings, load_settings, resolve_home
 from .curated.entries import joined_length, parse_entries, survives_round_trip
 from .curated.files import UnreadableFile, decode
 from .curated.store import TARGETS, MemoryStore
 from .embeddings import MiniLMEmbedder, named_embedder
+from .embeddings.vector_file import SUFFIX as VECTOR_SUFFIX
+from .embeddings.vector_file import directory_for
 from .errors import ConfigError
 from .graph import schema as graph_schema
 from .safety import scan
@@ -489,6 +492,36 @@ def _weights_cache(checkup: Checkup) -> Iterator[Finding]:
             "nothing to do if the file is damaged (the next query rewrites it); otherwise point MNEMO_CACHE_DIR "
             "at a writable directory",
             path,
+        )
+
+
+def _leftover_places(checkup: Checkup) -> Iterator[tuple[Path, str, dict[str, bool]]]:
+    """Where mnemo writes whole files, and the names of the targets its temp files there belong to."""
+    settings = checkup.settings
+    yield settings.memories_dir, "MEMORY.md", {}
+    yield settings.memories_dir, "USER.md", {}
+    yield settings.cache_directory, "*.safetensors", {}
+    vectors = directory_for(settings.database_path)
+    if vectors is not None:
+        yield vectors, f"*{VECTOR_SUFFIX}", {"pid_names": True}
+    yield checkup.home / "memory-files", "*", {"recursive": True}
+
+
+@check("files.leftovers")
+def _leftover_temp_files(checkup: Checkup) -> Iterator[Finding]:
+    found: dict[Path, list[Path]] = {}
+    for directory, name, options in _leftover_places(checkup):
+        if directory.is_dir():
+            for path in stale_temp_files(directory, name, **options):
+                found.setdefault(directory, []).append(path)
+    for directory, paths in found.items():
+        size = sum(path.stat().st_size for path in paths if path.exists())
+        yield checkup.warning(
+            f"{len(paths)} temp file(s), {size / 2**20:.1f} MB, left by a mnemo process killed while writing; "
+            "nothing reads them",
+            "remove them (no process is writing them; the next write of the same file also does): rm -- "
+            + " ".join(f"'{path}'" for path in paths),
+            directory,
         )
 
 

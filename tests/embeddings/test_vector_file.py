@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -10,6 +14,7 @@ from mnemo.embeddings.vector_file import (
     VectorFileError,
     append_rows,
     erase_rows,
+    locked,
     make_rows,
     row_is_intact,
     vector_file_status,
@@ -66,3 +71,46 @@ def test_status_finds_a_row_whose_checksum_fails(path):
     path.write_bytes(bytes(data))
     status = vector_file_status(path)
     assert status.state == "damaged" and "checksum" in status.problem
+
+
+# Rewrites argv[1] whole with many rows under its writer lock, pausing once they are in the temp file: the
+# parent kills it there.
+_KILLED_WRITER = f"""
+import os, sys
+from pathlib import Path
+import numpy as np
+from mnemo.embeddings.vector_file import locked, make_rows, write_file
+real_fsync = os.fsync
+def pause(fd):
+    if os.readlink(f"/proc/self/fd/{{fd}}").endswith(".tmp"):
+        print("writing", flush=True)
+        sys.stdin.read()
+    real_fsync(fd)
+os.fsync = pause
+rows = make_rows({DIM}, [(s, f"owner-{{s}}", np.zeros({DIM}, np.float32).tobytes()) for s in range(1, 200_001)])
+with locked(Path(sys.argv[1]), 10):
+    write_file(Path(sys.argv[1]), {KEY!r}, {DIM}, rows, cursor=200_000)
+"""
+
+
+def test_a_writer_killed_mid_rewrite_leaves_a_temp_file_the_next_writer_removes(path):
+    writer = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_WRITER, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert writer.stdout is not None and writer.stdout.readline().strip() == "writing"
+    writer.send_signal(signal.SIGKILL)
+    writer.wait()
+    (orphan,) = path.parent.glob(".test.vec.*.tmp")
+    assert orphan.stat().st_size > 5_000_000
+    with locked(path, 10):
+        append_rows(path, KEY, DIM, _rows(6), cursor=6, known_cursor=5)
+    assert not orphan.exists()
+    assert list(MappedVectors.open(path, KEY, DIM).rows["seq"]) == [1, 2, 3, 6]
+
+
+def test_a_temp_file_named_by_an_older_writers_pid_is_removed_by_the_next_writer(path):
+    old = path.with_name(f"{path.name}.4242.tmp")
+    old.write_bytes(b"\0" * 4096)
+    with locked(path, 10):
+        pass
+    assert not old.exists() and path.exists()

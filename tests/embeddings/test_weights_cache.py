@@ -164,6 +164,24 @@ def test_a_writer_killed_mid_write_leaves_no_cache_and_its_temp_file_is_cleared_
     assert target.is_file() and not orphan.exists()
 
 
+def test_a_temp_file_left_before_another_process_converted_is_cleared_by_a_later_process(cache: Path) -> None:
+    writer = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_WHILE_WRITING, str(cache)], stdout=subprocess.PIPE, text=True
+    )
+    assert writer.stdout is not None and writer.stdout.readline().strip() == "writing"
+    writer.send_signal(signal.SIGKILL)
+    writer.wait()
+    (orphan,) = cache.glob(".*.tmp")
+    assert subprocess.run([sys.executable, "-c", _BUILD, str(cache)], timeout=120).returncode == 0
+    target = cache_path(MODEL, cache, NAME)
+    assert target.is_file() and orphan.exists()  # converted; the orphan was too young to tell from a writer's
+    a_day_ago = time.time() - 86400
+    os.utime(orphan, (a_day_ago, a_day_ago))
+    sound = target.read_bytes()
+    assert subprocess.run([sys.executable, "-c", _BUILD, str(cache)], timeout=120).returncode == 0  # maps the file
+    assert not orphan.exists() and target.read_bytes() == sound
+
+
 def test_two_processes_building_at_once_leave_one_sound_file(
     cache: Path, expected: np.ndarray, monkeypatch: pytest.MonkeyPatch
 ) -> None:

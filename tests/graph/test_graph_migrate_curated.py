@@ -35,6 +35,14 @@ def test_the_import_runs_only_once(graph, memories_dir):
     assert len(graph.memories()) == 3
 
 
+def test_once_imported_the_curated_files_are_not_read_again(graph, memories_dir, caplog):
+    import_curated(graph, memories_dir)
+    (memories_dir / "MEMORY.md").write_bytes(b"\xff\xfe not utf-8")  # reading it now would postpone and warn
+    with caplog.at_level("WARNING", logger="mnemo.graph"):
+        assert import_curated(graph, memories_dir) is None
+    assert caplog.records == []
+
+
 def test_a_forgotten_import_is_not_brought_back(graph, memories_dir):
     import_curated(graph, memories_dir)
     graph.forget(graph.memories()[0].id)

@@ -19,6 +19,7 @@ import pytest
 
 from mnemo import _db
 from mnemo.backends.sqlite.graph import SqliteEngine
+from mnemo.embeddings import synced
 from mnemo.embeddings.vector_file import (
     HEADER_BYTES,
     directory_for,
@@ -241,6 +242,28 @@ def test_another_process_purge_is_never_answered_from_this_process_file(filled):
         assert _answers(reader) == _fresh(filled)
 
 
+def test_a_purge_that_leaves_most_rows_erased_rebuilds_the_file_with_the_live_ones(filled, monkeypatch):
+    monkeypatch.setattr(synced, "COMPACT_ROWS", 16)
+    with _open(filled) as reader, _open(filled) as purger:
+        reader.recall("dog", touch=False)
+        doomed = [m.id for m in purger.memories()][:45]
+        purger.purge(doomed)
+        status = vector_file_status(_the_file(filled))
+        assert (status.rows, status.erased) == (15, 0)
+        assert not set(doomed) & {r.memory.id for r in reader.recall("dog", limit=50, touch=False)}
+        assert _answers(reader) == _answers(purger) == _fresh(filled)
+
+
+def test_a_purge_that_leaves_most_rows_live_keeps_the_file(filled, monkeypatch):
+    monkeypatch.setattr(synced, "COMPACT_ROWS", 16)
+    with _open(filled) as graph:
+        graph.recall("dog", touch=False)
+        graph.purge([m.id for m in graph.memories()][:20])
+        status = vector_file_status(_the_file(filled))
+        assert (status.rows, status.erased) == (60, 20)
+        assert _answers(graph) == _fresh(filled)
+
+
 def test_each_scope_and_model_has_its_own_file(db_path):
     with _open(db_path) as graph:
         _fill(graph, 5)
@@ -279,6 +302,7 @@ with open_graph(sys.argv[1], embedder=ConceptEmbedder(), clock=Clock()) as graph
 _RECALLER = """
 import sys, numpy as np
 from mnemo import _db
+from mnemo.embeddings import synced
 from mnemo.storage import open_graph
 from graph._support import ConceptEmbedder
 

@@ -376,3 +376,16 @@ def test_status_says_installed_active_and_loadable(tmp_path: Path, capsys: pytes
     report = json.loads(capsys.readouterr().out)
     assert report["installed"] and report["active"] and report["memory_provider"] == "mnemo"
     assert report["files"] == {"__init__.py": "current", "plugin.yaml": "current"}
+
+
+def test_the_plugin_refuses_tool_arguments_that_are_not_an_object(hermes: Hermes) -> None:
+    result = hermes.run("""
+        m = manager("s1")
+        out([json.loads(m.handle_tool_call(name, args))
+             for name, args in (("mnemo_session_search", None), ("mnemo_session_search", "null"), ("mnemo_recall", None))])
+        m.shutdown_all()
+    """)
+    for answer in result:  # type: ignore[union-attr]
+        assert answer == {
+            "success": False, "error": "invalid argument arguments: must be a JSON object, got null", "field": "arguments",
+        }  # fmt: skip

@@ -9,13 +9,18 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psycopg
 import pytest
 
-from mnemo import AgentMemory
+from mnemo import AgentMemory, MemoryStore
+from mnemo.backends.postgres.connection import PostgresDatabase
+from mnemo.backends.postgres.curated import COMPONENT, MIGRATIONS, postgres_storage
 from mnemo.cli import main
 from mnemo.config import load_settings
 from mnemo.curated.ops import Add
+from mnemo.database import table_owner
 from mnemo.errors import ConfigError
+from mnemo.scope import Scope
 from mnemo.storage import open_curated
 
 _HOST = """
@@ -102,3 +107,57 @@ def test_migrate_copies_the_curated_files_and_history_once(postgres_url, tmp_pat
     assert [r.added for r in store.history.records()] == [("Deploys go through ArgoCD",), ("Name is Ada",)]
     store.close()
     assert (home / "memories" / "MEMORY.md").read_text() == "Deploys go through ArgoCD"
+
+
+def _history_bytes(url: str) -> int:
+    with psycopg.connect(url) as conn:
+        return conn.execute(
+            "SELECT coalesce(sum(coalesce(length(before), 0) + coalesce(length(after), 0) + coalesce(length(edits), 0)"
+            " + length(origin)), 0) FROM mnemo.curated_history"
+        ).fetchone()[0]
+
+
+def _scoped_store(url: str, directory: Path) -> MemoryStore:
+    store = MemoryStore(directory, storage=postgres_storage(url, Scope()), memory_char_limit=10_000_000)
+    store.load()
+    return store
+
+
+def test_history_rows_keep_what_each_write_changed(postgres_url, tmp_path: Path):
+    store = _scoped_store(postgres_url, tmp_path)
+    sizes = []
+    for i in range(300):
+        store.apply("memory", Add(f"note {i:05d}: port {6000 + i}"))
+        sizes.append(_history_bytes(postgres_url))
+    assert sizes[-1] - sizes[-101] < 1.5 * sizes[99]  # whole copies would make the last 100 cost 5 times more
+    records = store.history.records("memory")
+    assert [r.after[-1] for r in records] == [f"note {i:05d}: port {6000 + i}" for i in range(300)]
+    assert all(a.after == b.before for a, b in zip(records, records[1:]))
+    store.close()
+
+
+def test_history_rows_of_the_first_schema_still_read_and_continue(postgres_url, tmp_path: Path):
+    database = PostgresDatabase.shared(postgres_url)
+    try:
+        database.migrate(COMPONENT, MIGRATIONS[:1], lambda t: table_owner(t) is not None)
+        database.write(lambda ex: ex.execute(
+            "INSERT INTO curated_history (id, user_id, agent_id, channel_id, target, operation, at, before, after, origin)"
+            " VALUES ('h00000001', '', '', '', 'memory', 'add', 1.0, '[]', '[\"project uses Bazel\"]', '{}')"
+        ))  # fmt: skip
+        database.write(lambda ex: ex.execute(
+            "INSERT INTO curated_documents (user_id, agent_id, channel_id, target, text, updated_at)"
+            " VALUES ('', '', '', 'memory', 'project uses Bazel', 1.0)"
+        ))  # fmt: skip
+    finally:
+        database.release()
+    store = _scoped_store(postgres_url, tmp_path)
+    store.apply("memory", Add("deploys on Fridays"))
+    records = store.history.records()
+    assert [(r.id, r.after) for r in records] == [
+        ("h00000001", ("project uses Bazel",)), (records[1].id, ("project uses Bazel", "deploys on Fridays")),
+    ]  # fmt: skip
+    store.close()
+    with psycopg.connect(postgres_url) as conn:
+        assert conn.execute("SELECT before, after FROM mnemo.curated_history ORDER BY seq").fetchall() == [
+            ('[]', '["project uses Bazel"]'), (None, None)  # the new row continues from the first by its id
+        ]  # fmt: skip

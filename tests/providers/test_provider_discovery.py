@@ -43,8 +43,25 @@ def test_an_enabled_plugin_serves_with_its_table_and_secret(plugins, tmp_path, m
     monkeypatch.delenv("MNEMO_PROVIDER_ACME_API_KEY", raising=False)
     with AgentMemory.open("s1", home, **FAST) as memory:
         [acme] = memory.registry.providers
-        assert acme.config == {"url": "https://acme.example", "api_key": "k-123"}
+        assert acme.config == {
+            "url": "https://acme.example", "api_key": "k-123", "user_id": "", "agent_id": "", "channel_id": "",
+            "home": str(home),
+        }  # fmt: skip
         assert "acme knows: https://acme.example" in memory.prepare_messages("hi", [])[-1]["content"]
+
+
+def test_an_enabled_plugin_serves_the_session_scope_whatever_its_table_says(plugins, tmp_path):
+    home = _home(tmp_path, ACME_CONFIG + 'user_id = "everyone"\n')
+    with AgentMemory.open("s1", home, user_id="alice", agent_id="coder", **FAST) as memory:
+        [acme] = memory.registry.providers
+        assert (acme.config["user_id"], acme.config["agent_id"], acme.config["channel_id"]) == ("alice", "coder", "")
+
+
+def test_an_enabled_plugin_is_told_its_home_whatever_its_table_says(plugins, tmp_path):
+    home = _home(tmp_path, ACME_CONFIG + 'home = "/elsewhere"\n')
+    with AgentMemory.open("s1", home, **FAST) as memory:
+        [acme] = memory.registry.providers
+        assert acme.config["home"] == str(home)
 
 
 @pytest.mark.parametrize(

@@ -226,3 +226,36 @@ async def test_an_unknown_resource_is_not_found(home):
             await session.read_resource("mnemo://curated/SECRETS.md")
         with pytest.raises(MCPError, match="not found"):
             await session.read_resource("file:///etc/passwd")
+
+
+def _raw_tool_calls(home, calls: list[dict]) -> list[dict]:
+    """The answers of ``mnemo serve`` to ``tools/call`` requests written as raw JSON-RPC lines (as a client
+    whose arguments the SDK client would never send, such as an explicit null)."""
+    process = subprocess.Popen(
+        serve_command(home), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        lines = [INITIALIZE, {"jsonrpc": "2.0", "method": "notifications/initialized"}]
+        lines += [{"jsonrpc": "2.0", "id": 10 + i, "method": "tools/call", "params": p} for i, p in enumerate(calls)]
+        process.stdin.write(b"".join(json.dumps(line).encode() + b"\n" for line in lines))
+        process.stdin.flush()
+        answers = [json.loads(process.stdout.readline()) for _ in range(len(calls) + 1)][1:]
+    finally:
+        process.stdin.close()
+        process.wait(timeout=60)
+    return answers
+
+
+def test_explicit_null_arguments_are_refused_but_left_out_arguments_mean_none(home):
+    null, left_out = _raw_tool_calls(home, [{"name": "session_search", "arguments": None}, {"name": "session_search"}])
+    assert null["result"]["isError"] is True
+    assert json.loads(null["result"]["content"][0]["text"]) == {
+        "success": False, "error": "invalid argument arguments: must be a JSON object, got null", "field": "arguments",
+    }  # fmt: skip
+    assert json.loads(left_out["result"]["content"][0]["text"]) == {"success": True, "count": 0, "sessions": []}
+
+
+async def test_the_sdk_client_calling_without_arguments_gets_the_tools_answer(home):
+    async with stdio_session(home) as session:
+        answer = result_json(await session.call_tool("session_search"))
+    assert answer == {"success": True, "count": 0, "sessions": []}

@@ -13,12 +13,18 @@ Usage::
 Replies are consumed in order; a ``handler(body) -> Reply`` can answer instead (it sees every request
 body, so it can react to tool results). When neither has anything left the server answers HTTP 500 with
 an OpenAI-style error naming the problem, so a test fails loudly rather than hanging.
+
+``POST /v1/embeddings`` answers with deterministic vectors (:func:`embed`: texts sharing words point the
+same way), or with ``embedding_fault`` when a test sets one (an error, after its delay).
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
+import math
+import re
 import threading
 import time
 from collections import deque
@@ -28,6 +34,17 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 DEFAULT_MODEL = "test-model"
+EMBEDDING_DIMS = 64
+
+
+def embed(text: str, dims: int = EMBEDDING_DIMS) -> list[float]:
+    """A unit vector for ``text``: each lower-cased word adds one to a dimension picked by its hash, so texts
+    sharing words are close by cosine, the way a real embedding model's neighbours share meaning."""
+    vector = [0.0] * dims
+    for word in re.findall(r"[a-z0-9]+", text.lower()):
+        vector[int.from_bytes(hashlib.sha256(word.encode()).digest()[:4], "big") % dims] += 1.0
+    norm = math.sqrt(sum(value * value for value in vector)) or 1.0
+    return [value / norm for value in vector]
 
 
 @dataclass(frozen=True)
@@ -99,7 +116,8 @@ class OpenAIServer:
 
     ``handler`` (settable) answers once the queued replies run out. ``requests`` holds every
     chat-completions request body received, parsed, in arrival order, and ``headers`` the HTTP headers
-    of each (names lower-cased), at the same index.
+    of each (names lower-cased), at the same index. ``embedding_requests`` holds the embeddings request
+    bodies; ``embedding_fault`` (settable), when set, answers them instead of the vectors.
     """
 
     def __init__(self, replies: Iterable[Reply] = (), *, handler: Handler | None = None,
@@ -109,6 +127,8 @@ class OpenAIServer:
         self.headers: list[dict[str, str]] = []
         self._replies: deque[Reply] = deque(replies)
         self.handler = handler
+        self.embedding_requests: list[dict[str, Any]] = []
+        self.embedding_fault: Reply | None = None
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._ids = itertools.count(1)
@@ -187,6 +207,25 @@ class OpenAIServer:
     def _wait(self, seconds: float) -> None:
         self._stopping.wait(seconds)
 
+    def _embeddings(self, body: dict[str, Any]) -> dict[str, Any] | Reply:
+        with self._lock:
+            self.embedding_requests.append(body)
+            fault = self.embedding_fault
+        if fault is not None:
+            return fault
+        texts = body.get("input")
+        texts = [texts] if isinstance(texts, str) else texts
+        if not isinstance(texts, list) or not all(isinstance(text, str) for text in texts):
+            return Reply.error(400, "'input' must be a string or a list of strings", type="invalid_request_error")
+        dims = body.get("dimensions") or EMBEDDING_DIMS
+        return {
+            "object": "list",
+            "data": [{"object": "embedding", "index": i, "embedding": embed(text, dims)} for i, text in enumerate(texts)],
+            "model": body.get("model") or self.model,
+            "usage": {"prompt_tokens": sum(len(text.split()) for text in texts),
+                      "total_tokens": sum(len(text.split()) for text in texts)},
+        }
+
     def _completion(self, reply: Reply, model: str) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": reply.content}
         if reply.calls:
@@ -245,7 +284,8 @@ def _make_request_handler(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:  # noqa: N802 - stdlib naming
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length)
-            if self.path.rstrip("/") != "/v1/chat/completions":
+            route = self.path.rstrip("/")
+            if route not in ("/v1/chat/completions", "/v1/embeddings"):
                 self._send_error(404, f"no route for POST {self.path}", "invalid_request_error")
                 return
             try:
@@ -253,7 +293,17 @@ def _make_request_handler(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
             except json.JSONDecodeError as exc:
                 self._send_error(400, f"request body is not JSON: {exc.msg}", "invalid_request_error")
                 return
+            if route == "/v1/embeddings":
+                answer = server._embeddings(body)
+                if isinstance(answer, Reply):
+                    self._answer(answer, body)
+                else:
+                    self._send_json(200, answer)
+                return
             reply = server._next_reply(body, {name.lower(): value for name, value in self.headers.items()})
+            self._answer(reply, body)
+
+        def _answer(self, reply: Reply, body: dict[str, Any]) -> None:
             if reply.delay:
                 server._wait(reply.delay)
             if reply.body is not None:

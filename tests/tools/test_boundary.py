@@ -163,6 +163,27 @@ def test_an_error_quotes_at_most_a_short_excerpt_of_the_bad_value(agent: AgentMe
     assert len(result) < 2_000
 
 
+# --- arguments that are not an object are refused by every tool, null included ------------------
+
+
+@pytest.mark.parametrize("arguments", [None, "null", " null ", [], '["query"]', "7", 7, '"browse"'])
+@pytest.mark.parametrize("name", TOOL_NAMES)
+def test_every_tool_refuses_arguments_that_are_not_an_object(agent: AgentMemory, name: str, arguments: object) -> None:
+    before = snapshot(agent)
+    result = call(agent, name, arguments)
+    assert result["success"] is False
+    assert result["field"] == "arguments"
+    assert result["error"].startswith("invalid argument arguments: must be a JSON object, got ")
+    assert snapshot(agent) == before
+
+
+def test_null_arguments_do_not_run_a_session_browse(agent: AgentMemory) -> None:
+    assert "sessions" in call(agent, "session_search", {})  # an empty object is still "browse"
+    assert call(agent, "session_search", None) == {
+        "success": False, "error": "invalid argument arguments: must be a JSON object, got null", "field": "arguments",
+    }  # fmt: skip
+
+
 # --- point 7: unknown fields are refused by every tool --------------------------------------------
 
 

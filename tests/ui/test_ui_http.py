@@ -3,6 +3,8 @@ requests never reach another user's data (the browser tests drive the same throu
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from mnemo.cli import main
@@ -13,6 +15,7 @@ from mnemo.storage import open_archive, open_graph
 from mnemo.tokens import TokenMap
 from mnemo.ui import UIServer
 from mnemo.ui.auth import Gate
+from mnemo.ui.routes import SEARCH_LIMIT, SEARCH_MOST
 from mnemo.ui.views import session_path
 
 from .client import Client
@@ -153,3 +156,21 @@ def test_a_session_whose_id_holds_slashes_and_hashes_has_its_own_page(server, se
     assert session_path("team/alpha #1") in listing
     status, _, text = client.request("GET", session_path("team/alpha #1"))
     assert status == 200 and "the alpha channel&#x27;s first message" in text
+
+
+def test_a_search_shows_the_best_results_first_and_links_to_more(tmp_path):
+    (tmp_path / "config.toml").write_text('graph_embedder = "none"\narchive_embedder = "none"\n')
+    settings = load_settings(tmp_path)
+    with open_graph(settings.database_target, scope=settings.scope) as graph:
+        graph.remember_many({"content": f"Garden hose note number {i}.", "memory_type": "fact"} for i in range(30))
+    with UIServer(settings, port=0) as ui:
+        ui.start()
+        client = Client(ui)
+        client.request("GET", ui.start_url.removeprefix(ui.url))
+        _, _, first = client.request("GET", "/memories?q=garden+hose")
+        assert first.count("Garden hose note") == SEARCH_LIMIT
+        more = re.search(r'<a rel="next" href="([^"]+)">more results', first)[1].replace("&amp;", "&")
+        _, _, second = client.request("GET", more)
+        assert second.count("Garden hose note") == 30 and 'rel="next"' not in second
+        status, _, refused = client.request("GET", f"/memories?q=garden+hose&shown={SEARCH_MOST + 1}")
+        assert status == 400 and "shown" in refused

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .._files import atomic_write, temp_files
+from .._files import atomic_write, remove_stale_temp_files
 
 
 class UnreadableFile(Exception):
@@ -81,7 +81,7 @@ class MemoryFile:
     def write_text(self, text: str) -> None:
         """Replace the file's content durably; call only while holding :meth:`locked`. Raises ``OSError``."""
         target = self.target
-        self._remove_orphaned_temps(target)
+        remove_stale_temp_files(target, 0)  # under the lock no other writer is mid-write: any is a crash's
         atomic_write(target, text.encode("utf-8"))
 
     def backup(self, raw: bytes) -> Path:
@@ -100,10 +100,3 @@ class MemoryFile:
         backup = self.path.with_name(f"{self.path.name}.drift-{stamp}.bak")
         atomic_write(backup, raw)
         return backup
-
-    def _remove_orphaned_temps(self, target: Path) -> None:
-        # Under the lock no other writer is mid-write, so any temp file left here is from a crash.
-        for orphan in temp_files(target):
-            orphan.unlink(missing_ok=True)
-
-

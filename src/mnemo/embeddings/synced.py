@@ -121,6 +121,23 @@ def snapshot(conn: sqlite3.Connection) -> Iterator[None]:
         conn.execute("COMMIT")
 
 
+# A file is rebuilt once more than this share of its rows are erased, and it has at least COMPACT_ROWS rows
+# (a small file costs little to search whatever it holds). Judged from a sample of COMPACT_SAMPLE rows
+# spread over the file: reading every row's owner would page the whole file in on each purge.
+COMPACT_SHARE = 0.5
+COMPACT_ROWS = 4_096
+COMPACT_SAMPLE = 512
+
+
+def _mostly_erased(mapped: MappedVectors) -> bool:
+    """Whether most of ``mapped``'s rows are erased (their owner checksum zeroed), judged from a sample."""
+    count = len(mapped.rows)
+    if count < COMPACT_ROWS:
+        return False
+    sample = mapped.rows["owner"][np.linspace(0, count - 1, COMPACT_SAMPLE).astype(np.int64)]
+    return np.count_nonzero(sample == 0) > COMPACT_SHARE * COMPACT_SAMPLE
+
+
 # Probes scored against the file in one matrix product: bounds the score matrix to a few tens of MB.
 _PROBE_BLOCK = 128
 
@@ -289,6 +306,14 @@ class SyncedVectors:
                         known_cursor=current.header.cursor,
                     )  # fmt: skip
                     erase_rows(self.path, self.source.key, self.source.dim, gone)
+                    if _mostly_erased(MappedVectors.open(self.path, self.source.key, self.source.dim)):
+                        # Every search reads every row: a file of mostly zeroed rows (a purge of extracted
+                        # chatter) would cost its full size on each turn until something rebuilt it.
+                        with snapshot(conn):
+                            rows = self.source.rows_after(conn, 0)
+                            top = self.source.top(conn)
+                        write_file(self.path, self.source.key, self.source.dim, make_rows(self.source.dim, rows), top)
+                        self._start_over()
             except (OSError, VectorFileError) as exc:
                 log.warning("vector file %s: cannot erase purged vectors (%s); deleting the file", self.path, exc)
                 self.path.unlink(missing_ok=True)

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from .._files import fsync_directory
+from .._files import atomic_write, remove_stale_temp_files
 from ..errors import MnemoError
 
 log = logging.getLogger("mnemo.vectors")
@@ -185,6 +185,8 @@ def locked(path: Path, wait: float) -> Iterator[None]:
                 if time.monotonic() >= deadline:
                     raise VectorFileBusy(f"{path.name} is being written by another process") from None
                 time.sleep(0.005)
+        # Every writer of the file holds this lock, so a temp file of it now is a killed writer's.
+        remove_stale_temp_files(path, 0, pid_names=True)
         yield
     finally:
         os.close(fd)  # releases the lock
@@ -195,18 +197,7 @@ def write_file(path: Path, key: str, dim: int, rows: np.ndarray, cursor: int) ->
     if len(key.encode("utf-8")) > MAX_KEY_BYTES:
         raise VectorFileError(f"key of {len(key)} characters is too long for a header")
     header = Header(key, dim, 1, len(rows), cursor).pack()
-    temp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as out:
-            out.write(header.ljust(_SLOT_BYTES, b"\0").ljust(HEADER_BYTES, b"\0"))
-            out.write(rows.tobytes())
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        temp.unlink(missing_ok=True)
-        raise
-    fsync_directory(path.parent)
+    atomic_write(path, header.ljust(_SLOT_BYTES, b"\0").ljust(HEADER_BYTES, b"\0"), rows.tobytes())
 
 
 def append_rows(path: Path, key: str, dim: int, rows: np.ndarray, cursor: int, *, known_cursor: int) -> Header:

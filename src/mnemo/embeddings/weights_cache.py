@@ -21,17 +21,15 @@ doctor`` say why.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import logging
 import os
 import threading
-import time
 from pathlib import Path
 
 import numpy as np
 
-from .._files import temp_files
+from .._files import remove_stale_temp_files
 from .bert import BertEncoder
 from .onnx_file import read_onnx
 from .safetensors import data_chunks, read_safetensors, write_safetensors
@@ -41,8 +39,6 @@ log = logging.getLogger("mnemo.embeddings")
 # Bumped whenever BertEncoder.state() changes meaning, so older files are never read as newer ones.
 LAYOUT = 1
 _SUFFIX = ".safetensors"
-# A temp file this old belongs to a writer that was killed: writing 55 MB takes well under a second.
-_ORPHAN_SECONDS = 600
 
 _WRITER = "mnemo-weights-cache"
 _writing: set[Path] = set()
@@ -78,6 +74,9 @@ def load_encoder(model: Path, directory: Path, *, name: str, heads: int) -> Bert
         log.info("not caching %s's weights: %s", name, exc)
         path = None
     if path is not None:
+        # A process killed while writing the file leaves a partial copy (21-55 MB) that only a writer would
+        # otherwise clear, and once another process has written the file no process writes it again.
+        remove_stale_temp_files(path)
         encoder = _read(path, heads)
         if encoder is not None:
             return encoder
@@ -151,10 +150,6 @@ def _open(path: Path, heads: int) -> tuple[BertEncoder | None, str | None]:
 def _write(path: Path, encoder: BertEncoder) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        for orphan in temp_files(path):
-            with contextlib.suppress(FileNotFoundError):  # another process may clear it first
-                if time.time() - orphan.stat().st_mtime > _ORPHAN_SECONDS:
-                    orphan.unlink()
         state = encoder.state()
         # Folded as the file will hold the bytes, which is how a reader sees them.
         summary = fold(memoryview(b"".join(data_chunks(state))))

@@ -29,7 +29,7 @@ from ..errors import MnemoError
 from ..safety.fence import sanitize_context
 from ..safety.scan import scan
 from .migrate_curated import CURATED_PREFIX
-from .schema import SCOPE_CLAUSE, SELECT_MEMORY, row_to_memory, scope_params
+from .schema import SCOPE_CLAUSE, SELECT_MEMORY, meta_key, row_to_memory, scope_params
 from .types import Memory, MemoryType
 
 if TYPE_CHECKING:
@@ -79,6 +79,10 @@ def render_bulletin(graph: MemoryGraph, chars: int = DEFAULT_BULLETIN_CHARS) -> 
                 cost = len(line) + 1 + (0 if chosen[index] else len(title) + 5)
                 if used + cost > chars:
                     continue  # a shorter line further down may still fit
+                # Scanned only now that it would be placed: the scan costs far more than the query, and most
+                # candidates never get this far.
+                if scan(line):
+                    continue
                 chosen[index].append(line)
                 used += cost
     if not any(chosen):
@@ -93,7 +97,7 @@ def render_bulletin(graph: MemoryGraph, chars: int = DEFAULT_BULLETIN_CHARS) -> 
 
 
 def _lines(graph: MemoryGraph, kinds: tuple[MemoryType, ...]) -> list[tuple[bool, str]]:
-    """Candidate lines of one section, best first, as ``(pinned, line)``; scanned, deduplicated."""
+    """Candidate lines of one section, best first, as ``(pinned, line)``; deduplicated, not yet scanned."""
     recency_first = kinds == (MemoryType.EVENT,)
     # One type per query, in an order an index holds (ties: its rowid order), so the top few are read
     # without sorting the type; a two-type section merges the two tops.
@@ -122,7 +126,7 @@ def _lines(graph: MemoryGraph, kinds: tuple[MemoryType, ...]) -> list[tuple[bool
         if memory.superseded:
             continue
         line = _line(memory, dated=recency_first)
-        if line in seen or scan(line):
+        if line in seen:
             continue
         seen.add(line)
         found.append((memory.pinned, line))
@@ -149,10 +153,6 @@ _CACHE_KEY = "bulletin_llm"
 
 def _input_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _cache_key(graph: MemoryGraph) -> str:
-    return _CACHE_KEY + "\x1f" + "\x1f".join(scope_params(graph.scope))
 
 
 def synthesize_bulletin(graph: MemoryGraph, llm: LLM, chars: int = DEFAULT_BULLETIN_CHARS) -> bool:
@@ -182,14 +182,16 @@ def synthesize_bulletin(graph: MemoryGraph, llm: LLM, chars: int = DEFAULT_BULLE
     with graph._write() as conn:
         conn.execute(
             "INSERT INTO graph_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            (_cache_key(graph), json.dumps({"input": digest, "text": text})),
+            (meta_key(_CACHE_KEY, graph.scope), json.dumps({"input": digest, "text": text})),
         )
     return True
 
 
 def _cached(graph: MemoryGraph, digest: str) -> str | None:
     with graph._lock:
-        row = graph._conn.execute("SELECT value FROM graph_meta WHERE key = ?", (_cache_key(graph),)).fetchone()
+        row = graph._conn.execute(
+            "SELECT value FROM graph_meta WHERE key = ?", (meta_key(_CACHE_KEY, graph.scope),)
+        ).fetchone()
     if row is None:
         return None
     try:

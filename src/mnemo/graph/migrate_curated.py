@@ -4,6 +4,10 @@ Runs on the graph's first use with a memories directory and never again for that
 recorded in the same transaction as the imported memories). Later curated writes reach the graph through
 the provider's ``on_memory_write`` mirror instead. Entries the threat scan blocks are skipped and logged,
 and a file that cannot be read postpones the whole import rather than recording a partial one.
+
+Every session start calls :func:`import_curated`, so once the marker is there it is the only thing read: one
+key looked up, neither the curated files nor the scope's memories (comparing the files with what the graph
+holds walks the whole scope: tens of milliseconds at 100k memories).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from pathlib import Path
 
 from ..curated import MemoryStore
 from ..errors import MnemoError
+from .schema import meta_key
 from .store import MemoryGraph
 from .types import MemoryType
 
@@ -34,6 +39,8 @@ def curated_source(target: str) -> str:
 def import_curated(graph: MemoryGraph, memories_dir: str | Path) -> int | None:
     """Import the curated entries in ``memories_dir`` once; returns how many memories were created, or
     ``None`` when this scope already imported (or a file could not be read, so it will retry later)."""
+    if _imported(graph):
+        return None
     store = MemoryStore(memories_dir)
     store.load()
     items = []
@@ -54,3 +61,11 @@ def import_curated(graph: MemoryGraph, memories_dir: str | Path) -> int | None:
                 continue
             items.append((entry, kind, curated_source(target)))
     return graph.remember_once(MARKER, items)
+
+
+def _imported(graph: MemoryGraph) -> bool:
+    # The marker is only ever added, so finding it needs no lock held across the import that follows:
+    # ``remember_once`` checks it again under the write lock.
+    with graph._lock:
+        found = graph._conn.execute("SELECT 1 FROM graph_meta WHERE key = ?", (meta_key(MARKER, graph.scope),))
+        return found.fetchone() is not None

@@ -237,6 +237,11 @@ def scope_params(scope: Scope) -> tuple[str, str, str]:
     return (scope.user_id, scope.agent_id, scope.channel_id)
 
 
+def meta_key(name: str, scope: Scope) -> str:
+    """The ``graph_meta`` key under which ``scope`` keeps its ``name`` (a marker, a cached value)."""
+    return f"{name}\x1f" + "\x1f".join(scope_params(scope))
+
+
 @functools.lru_cache(maxsize=256)
 def _stored_scope(user_id: str, agent_id: str, channel_id: str) -> Scope:
     # A recall turns a few hundred rows of one scope into memories: its ids are checked once, not per row.

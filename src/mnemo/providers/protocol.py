@@ -67,7 +67,10 @@ class MemoryProvider(Protocol):
         ...
 
     def initialize(self, session_key: str, config: dict[str, Any]) -> None:
-        """Prepare for one session; raising drops this provider for the session."""
+        """Prepare for one session; raising drops this provider for the session. ``config`` is the
+        provider's table (see :mod:`mnemo.providers.configuration`) with the session's scope set in it:
+        ``user_id``, ``agent_id`` and ``channel_id`` say whose memory this session is, and ``home`` is the
+        mnemo home (where a provider keeps files of its own)."""
         ...
 
     def capabilities(self) -> Mapping[str, Any]:

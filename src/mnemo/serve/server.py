@@ -155,7 +155,9 @@ class MemoryServer:
 
     async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         session = await self._session(ctx)
-        arguments = params.arguments or {}
+        # MCP leaves arguments out of a call that has none; an explicit null is a value that is not an object,
+        # which the tools refuse (it must not read as "no arguments" to a tool whose fields are all optional).
+        arguments = params.arguments if "arguments" in params.model_fields_set else {}
         # Lone surrogates are the tools' to refuse (as invalid UTF-8, naming the field), not a crash here.
         size = len(json.dumps(arguments, ensure_ascii=False).encode("utf-8", "surrogatepass"))
         if size > MAX_ARGUMENT_BYTES:

@@ -126,8 +126,10 @@ def parameters_of(tool_schema: Mapping[str, Any]) -> Mapping[str, Any]:
 def parse_arguments(arguments: Any, tool_schema: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Accept tool arguments as a mapping or a JSON object string; raise :class:`InvalidArgument`.
 
-    With ``tool_schema`` (the tool's OpenAI function schema) every field must be one it declares, so
-    new arguments added to a schema are accepted without touching this rule.
+    An empty string means no arguments (``{}``); ``None`` and the JSON ``null`` are refused like any other
+    value that is not an object, so a tool whose fields are all optional does not read them as "no
+    arguments" and run. With ``tool_schema`` (the tool's OpenAI function schema) every field must be one it
+    declares, so new arguments added to a schema are accepted without touching this rule.
     """
     if isinstance(arguments, (bytes, bytearray)):
         try:
@@ -143,10 +145,9 @@ def parse_arguments(arguments: Any, tool_schema: Mapping[str, Any] | None = None
             raise InvalidArgument("arguments", f"not valid JSON ({exc.msg} at position {exc.pos})") from exc
         except ValueError as exc:  # an integer too long to convert (Python's digit limit)
             raise InvalidArgument("arguments", f"holds a number Python refuses to read ({excerpt(str(exc))})") from exc
-    if arguments is None:
-        return {}
     if not isinstance(arguments, Mapping):
-        raise InvalidArgument("arguments", f"must be a JSON object, got {type(arguments).__name__}")
+        got = "null" if arguments is None else type(arguments).__name__
+        raise InvalidArgument("arguments", f"must be a JSON object, got {got}")
     _check_values(arguments)
     if tool_schema is not None:
         _check_fields(arguments, parameters_of(tool_schema))

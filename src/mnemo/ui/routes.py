@@ -29,11 +29,15 @@ from ..review import approve
 from ..scope import Scope
 from . import views
 from .auth import Session
-from .layout import scope_label
+from .layout import scope_label, url
 from .workspace import Workspace
 
 PAGE_SIZE = 50
-SEARCH_LIMIT = 50
+# A search shows recall's best SEARCH_LIMIT first and each "more" asks for that many more, up to what
+# MemoryGraph.recall returns at most: recall's cost grows with its limit (at 100k memories a search for 20
+# takes about two thirds of one for 50), and the first screen is what most searches need.
+SEARCH_LIMIT = 20
+SEARCH_MOST = 100
 MESSAGES_PER_PAGE = 200
 REVIEW_LIMIT = 200
 DECIDED_SHOWN = 10
@@ -88,7 +92,7 @@ def redirect(location: str, note: str | None = None, request: Request | None = N
     return Response(303, location=location)
 
 
-def _int(request: Request, name: str, default: int, minimum: int = 0) -> int:
+def _int(request: Request, name: str, default: int, minimum: int = 0, maximum: int | None = None) -> int:
     text = request.arg(name)
     if not text:
         return default
@@ -98,6 +102,8 @@ def _int(request: Request, name: str, default: int, minimum: int = 0) -> int:
         raise InvalidArgument(name, f"must be a whole number, got {text!r}") from None
     if value < minimum:
         raise InvalidArgument(name, f"must be at least {minimum}")
+    if maximum is not None and value > maximum:
+        raise InvalidArgument(name, f"must be at most {maximum}")
     return value
 
 
@@ -162,13 +168,18 @@ def memories(request: Request) -> Response:
         # The same hybrid recall an agent gets, history and forgotten memories included so the status
         # filter can find them; without a status filter only what recall would serve is listed.
         everything = where.status is not None
+        shown = _int(request, "shown", SEARCH_LIMIT, minimum=1, maximum=SEARCH_MOST)
         results = graph.recall(
-            query, limit=SEARCH_LIMIT, include_superseded=everything, include_forgotten=everything, touch=False
+            query, limit=shown, include_superseded=everything, include_forgotten=everything, touch=False
         )
         disputed = disputed_among(graph, [r.memory.id for r in results])
         kept = [r for r in results if where.admits(r.memory, r.memory.id in disputed)]
+        more = None
+        if len(results) == shown < SEARCH_MOST:  # recall filled the limit, so it may find more
+            kept_query = {k: v[0] for k, v in request.query.items() if v and k != "shown"}
+            more = url("/memories", **kept_query, shown=min(shown + SEARCH_LIMIT, SEARCH_MOST))
         return Response(
-            body=filters + views.search_results(kept, disputed, query), title="Memories", active="/memories"
+            body=filters + views.search_results(kept, disputed, query, more), title="Memories", active="/memories"
         )
     number = _int(request, "page", 1, minimum=1)
     found = page(graph, where, offset=(number - 1) * PAGE_SIZE, limit=PAGE_SIZE)

@@ -180,12 +180,14 @@ def memory_table(found: MemoryPage, query: Mapping[str, str]) -> str:
     )
 
 
-def search_results(results: Sequence[RecallResult], disputed: frozenset[str], query: str) -> str:
+def search_results(results: Sequence[RecallResult], disputed: frozenset[str], query: str, more: str | None) -> str:
+    """Recall's results, best first; ``more`` (an escaped link) asks recall for more of them."""
     rows = [_memory_row(r.memory, r.memory.id in disputed, r.score, " + ".join(sorted(r.channels))) for r in results]
     head = (
         f'<p class="muted">{len(rows)} found by recall for “{esc(query)}”, best first (the filters apply to them).</p>'
     )
-    return head + table([*_COLUMNS, "score", "found by"], rows, empty="Recall found nothing.", cls="memories")
+    pager = f'<nav class="pager"><a rel="next" href="{more}">more results →</a></nav>' if more else ""
+    return head + table([*_COLUMNS, "score", "found by"], rows, empty="Recall found nothing.", cls="memories") + pager
 
 
 # -- one memory ----------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from ...curated.history import HistoryRecord
+from ...curated.history import HistoryRecord, HistoryReplay
 from ...curated.storage import FILENAMES, CuratedStorage
 from ...database import table_owner
 from ...scope import Scope
@@ -65,7 +65,14 @@ CREATE TABLE curated_backups (
 );
 """
 
-MIGRATIONS = [_V1]
+# History rows keep what a write changed (mnemo.curated.history): the edits, and the parent record they continue
+# from or the entries before in full; rows of the first version keep before and after whole, and still read.
+_V2 = """
+ALTER TABLE curated_history ALTER COLUMN before DROP NOT NULL, ALTER COLUMN after DROP NOT NULL,
+    ADD COLUMN edits TEXT, ADD COLUMN parent TEXT;
+"""
+
+MIGRATIONS = [_V1, _V2]
 _SCOPE = "user_id = ? AND agent_id = ? AND channel_id = ?"
 
 
@@ -160,14 +167,18 @@ class PostgresHistory:
         record = HistoryRecord(
             "h" + secrets.token_hex(4), time.time(), target, operation, tuple(before), tuple(after), dict(origin or {})
         )
-        # Inside the document's transaction: the record commits with the text it explains, or neither does.
-        self._connection.session.execute(
-            "INSERT INTO curated_history (id, user_id, agent_id, channel_id, target, operation, at, before, after, origin)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (record.id, *self._connection.scope.as_params(), target, operation, record.time,
-             json.dumps(record.before, ensure_ascii=False), json.dumps(record.after, ensure_ascii=False),
-             json.dumps(record.origin, ensure_ascii=False, default=str)),
-        )  # fmt: skip
+        # Inside the document's transaction, under its lock: no other write to this target can come between
+        # the rows read here and the one inserted, which commits with the text it explains, or neither does.
+        key = self._connection.scope.as_params()
+        replay = HistoryReplay()
+        for row in self._connection.session.execute(
+            f"SELECT {_COLUMNS} FROM curated_history WHERE {_SCOPE} AND target = ? AND seq >= COALESCE("
+            f"(SELECT max(seq) FROM curated_history WHERE {_SCOPE} AND target = ? AND before IS NOT NULL), 0)"
+            " ORDER BY seq",
+            (*key, target, *key, target),
+        ).fetchall():
+            replay.feed(*_stored(row))
+        self._connection.session.execute(_INSERT, _row(key, replay.stored(record)))
         return record
 
     def records(self, target: str | None = None) -> list[HistoryRecord]:
@@ -177,24 +188,46 @@ class PostgresHistory:
             params.append(target)
         with self._connection.lock:
             rows = self._connection.session.execute(
-                f"SELECT id, at, target, operation, before, after, origin FROM curated_history WHERE {where} ORDER BY seq",
-                params,
+                f"SELECT {_COLUMNS} FROM curated_history WHERE {where} ORDER BY seq", params
             ).fetchall()
-        return [_record(row) for row in rows]
+        replay = HistoryReplay()
+        return [record for record in (replay.feed(*_stored(row)) for row in rows) if record is not None]
 
     def get(self, record_id: str) -> HistoryRecord | None:
-        with self._connection.lock:
-            row = self._connection.session.execute(
-                f"SELECT id, at, target, operation, before, after, origin FROM curated_history WHERE {_SCOPE} AND id = ?",
-                (*self._connection.scope.as_params(), record_id),
-            ).fetchone()
-        return None if row is None else _record(row)
+        return next((r for r in self.records() if r.id == record_id), None)
 
 
-def _record(row: Any) -> HistoryRecord:
-    return HistoryRecord(
-        row[0], row[1], row[2], row[3], tuple(json.loads(row[4])), tuple(json.loads(row[5])), json.loads(row[6])
-    )
+_COLUMNS = "id, at, target, operation, before, after, origin, edits, parent"
+_INSERT = (
+    "INSERT INTO curated_history (id, user_id, agent_id, channel_id, target, operation, at, before, after, origin,"
+    " edits, parent) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def _stored(row: Any) -> tuple[dict[str, Any], int]:
+    """A history row as :class:`~mnemo.curated.history.HistoryReplay` reads it, and its size."""
+    data: dict[str, Any] = {"id": row[0], "time": row[1], "target": row[2], "operation": row[3], "parent": row[8]}
+    for name, text in (("before", row[4]), ("after", row[5]), ("origin", row[6]), ("edits", row[7])):
+        if text is not None:
+            data[name] = json.loads(text)
+    return data, _size(row[6], row[7])
+
+
+def _size(origin: str, edits: str | None) -> int:
+    """What a row takes beyond the entries it may hold in full: its origin and edits, as stored."""
+    return len(origin) + len(edits or "")
+
+
+def _row(key: Sequence[str], fields: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The ``_INSERT`` parameters for a record stored as ``fields`` in the scope ``key``."""
+
+    def encoded(name: str) -> str | None:
+        return json.dumps(fields[name], ensure_ascii=False, default=str) if name in fields else None
+
+    return (
+        fields["id"], *key, fields["target"], fields["operation"], fields["time"], encoded("before"), None,
+        encoded("origin"), encoded("edits"), fields.get("parent"),
+    )  # fmt: skip
 
 
 def postgres_storage(url: str, scope: Scope) -> CuratedStorage:
@@ -215,13 +248,11 @@ def copy_curated(executor: Executor, scope: Scope, texts: Mapping[str, str], rec
         "INSERT INTO curated_documents (user_id, agent_id, channel_id, target, text, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
         [(*key, target, text, now) for target, text in texts.items()],
     )
-    executor.executemany(
-        "INSERT INTO curated_history (id, user_id, agent_id, channel_id, target, operation, at, before, after, origin)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
-        [
-            (r.id, *key, r.target, r.operation, r.time, json.dumps(r.before, ensure_ascii=False),
-             json.dumps(r.after, ensure_ascii=False), json.dumps(dict(r.origin), ensure_ascii=False, default=str))
-            for r in records
-        ],
-    )  # fmt: skip
+    replay = HistoryReplay()  # the copy keeps what each write changed, as the store writes its own rows
+    rows = []
+    for record in records:
+        fields = replay.stored(record)
+        rows.append(_row(key, fields))
+        replay.feed(fields, _size(rows[-1][9], rows[-1][10]))
+    executor.executemany(_INSERT + " ON CONFLICT (id) DO NOTHING", rows)
     return len(texts)
