@@ -55,6 +55,7 @@ from .providers.registry import message_text
 from .review import curated_payload
 from .safety import build_memory_context_block, inject_memory_context, render_sections, scan
 from .safety.scan import finding_labels
+from .safety.warm import preload as preload_safety
 from .storage import open_curated
 from .taint import TaintTracker
 from .tools._json import failure, refusal, unavailable_result
@@ -111,6 +112,7 @@ class AgentMemory(TypedMemoryAPI):
         if settings is not None and overrides:
             raise InvalidArgument("settings", "give either a Settings object or keyword settings, not both")
         self.settings = settings if settings is not None else load_settings(home, **overrides)
+        preload_safety()  # the session will scan and fence text soon: compile the patterns while it opens
         self.store = open_curated(self.settings)
         self.registry = ProviderRegistry(
             enrich_timeout=self.settings.enrich_timeout,
