@@ -16,6 +16,9 @@ event to one call (see the agent-loop contract in the architecture notes)::
 The session archive and the memory graph are providers like any other; they are registered first
 unless disabled in the settings. Every write is stamped with its provenance; after untrusted content the
 model's writes wait for the user's review (``review_list`` / ``review_approve``: see :mod:`mnemo.review`).
+
+Why one module past 600 lines: it is the agent-loop contract, one method per agent event sharing one
+session's state and lock; the typed API (:mod:`mnemo.agent_api`) and the tools already live apart.
 """
 
 from __future__ import annotations
