@@ -14,6 +14,8 @@ context, :meth:`mnemo.AgentMemory.recall` and the ``recall`` tool all come here.
   is never recalled unasked: it is what untrusted content arrives in); the current session's messages after
   its last compression are left out (``in_context``), since the model still has them.
 - **A passage, not a prefix.** A long message contributes the passage that best matches the query.
+- **The newer statement first.** Of two candidates that say different things about one subject, the later
+  is lifted above the earlier (:mod:`mnemo.graph.newer`); the earlier stays in the list.
 
 :func:`render_context` turns the result into per-turn context within a character budget, newest first, each
 line dated and each message under the session it was said in (so ``session_search`` can open it).
@@ -29,6 +31,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._time import iso
 from .errors import InvalidArgument
+from .graph.newer import later_first
 from .graph.recalled import MAX_RECALL_LIMIT, RecalledMemory, recall_memories
 from .provenance import Origin, Trust
 from .retrieval import merge_ranked
@@ -133,7 +136,7 @@ def recall_everything(
         if hit.message.text.strip() and not _said_after_untrusted(hit.message.extra)
     ]
     merged = merge_ranked([[(m, m.score) for m in memories], [(m, m.score) for m in messages]])
-    return _once_each(merged)[:limit]
+    return _newer_above_older(_once_each(merged)[:limit])
 
 
 T = TypeVar("T")
@@ -188,6 +191,20 @@ def _once_each(ranked: Sequence[tuple[Recalled, float]]) -> list[Recalled]:
         seen_messages |= said
         kept.append(_rescored(item, merged_score))
     return kept
+
+
+def _newer_above_older(items: list[Recalled]) -> list[Recalled]:
+    """``items`` with the later of two that say different things about one subject lifted above the earlier
+    (see :mod:`mnemo.graph.newer`); each slot keeps its score, so the list stays ranked by score."""
+    ordered = later_first(items, _said, lambda item: item.created_at)
+    return [
+        item if item.score == slot.score else replace(item, score=slot.score)
+        for item, slot in zip(ordered, items, strict=True)
+    ]
+
+
+def _said(item: Recalled) -> str:
+    return item.passage if isinstance(item, RecalledMessage) else item.content
 
 
 def _message_ids(item: Recalled) -> set[int]:
