@@ -12,7 +12,7 @@ from mnemo.graph.newer import disagree, later_first
     [
         ("Staging is Postgres 15 on port 5433; deploy from the infra repo.", "Correction: staging moved to port 6543."),
         ("The nightly backup job runs at 2am on the NAS.", "The nightly backup job now runs at 4am on the NAS."),
-        ("We deploy the API with Helm charts.", "We stopped deploying the API with Helm, we use Kustomize now."),
+        ("The docs site is hosted on Netlify.", "The docs site is now hosted on Vercel."),
     ],
 )
 def test_two_values_for_one_subject_disagree(earlier, later):

@@ -10,8 +10,8 @@ An extractor (:mod:`.extract_rules` by default, :mod:`.extract_llm` when a model
 - **de-duplicated**: a candidate whose text a live memory of the scope already holds is dropped;
 - **linked**: ``graph_memory_messages`` ties each new memory to its session and archive message id, so
   :func:`source_messages` can show where a recalled memory was said; its date is the message's;
-- **newer over older**: a new memory that says something different about the subject of an earlier one
-  (:func:`~.newer.disagree`: "staging moved to port 6543" after "staging is on port 5433") gets a
+- **newer over older**: a new memory that announces a change and says something different about the
+  subject of an earlier one ("staging moved to port 6543" after "staging is on port 5433") gets a
   ``contradicts`` edge to it, so the earlier one is shown as disputed, below it, and no longer in the bulletin;
 - **stamped**: a memory's provenance is the join of its source messages' (:func:`message_provenance`: the
   user's words are the user's; a tool's output, and what the model said after it in these messages, are
@@ -37,8 +37,7 @@ from ..taint import tool_call_names
 from .errors import BlockedContent
 from .extract_rules import Candidate
 from .extract_rules import extract as extract_by_rules
-from .maintenance import conflict
-from .newer import same_subject, topic_words
+from .newer import disagree, says_change, topic_words
 from .review import ReviewItem, ReviewQueue, WriteKind
 from .schema import scope_params
 from .store import MemoryGraph
@@ -284,26 +283,22 @@ def _recorded(graph: MemoryGraph, keys: Sequence[str], conn: Any = None) -> set[
 
 
 def _link_disagreements(graph: MemoryGraph, conn: Any, stored: Sequence[Memory], live: Sequence[Memory]) -> None:
-    """Give each new memory a ``contradicts`` edge to every earlier one of its subject that it says something
-    different about (:func:`~.newer.disagree`): recall then puts it above them and marks them disputed, and
-    the bulletin leaves them out. The earlier memories stay, and stay searchable."""
+    """Give each new memory that announces a change (:func:`~.newer.says_change`) a ``contradicts`` edge to
+    every earlier one of its subject it says something different about (:func:`~.newer.disagree`): recall
+    then puts it above them and marks them disputed, and the bulletin leaves them out. The earlier memories
+    stay, and stay searchable."""
     earlier = list(live)
     for memory in stored:
-        words = _subject_words(memory)
-        for old in earlier:
-            if (
-                old.subject == memory.subject
-                and old.created_at <= memory.created_at
-                and same_subject(words, _subject_words(old))
-                and conflict(memory.content, old.content) is not None
-            ):
-                graph._link(conn, memory.id, old.id, Relation.CONTRADICTS, 1.0)
+        if says_change(memory.content):
+            about = topic_words(f"{memory.subject} user")  # every memory of the subject names it
+            for old in earlier:
+                if (
+                    old.subject == memory.subject
+                    and old.created_at <= memory.created_at
+                    and disagree(memory.content, old.content, ignore=about)
+                ):
+                    graph._link(conn, memory.id, old.id, Relation.CONTRADICTS, 1.0)
         earlier.append(memory)
-
-
-def _subject_words(memory: Memory) -> frozenset[str]:
-    """A memory's topic words less the name of whom it is about, which every memory of that subject holds."""
-    return topic_words(memory.content) - topic_words(f"{memory.subject} user")
 
 
 def extracted_from(graph: MemoryGraph, session_id: str) -> set[int]:

@@ -1,21 +1,24 @@
 """Which of two statements is a newer version of the other: the same subject, a different value.
 
 "Staging is Postgres 15 on port 5433" and, later, "staging moved to port 6543" are about one thing and
-disagree; the later one is what holds now. Two texts are taken to say different things about the same
-subject (:func:`disagree`) when they share at least ``SHARED_WORDS`` topic words (stems of words that are
-not stop words and hold no digit) making up at least ``SHARED_SHARE`` of the shorter text's, and they differ
-in a number, a date, a negation or a named value (:func:`~.maintenance.conflict`). It is lexical and cheap
-(no model), so extraction can run it on every new memory and recall on every turn.
+disagree; the later one is what holds now. Texts are compared clause by clause (split at punctuation and at
+"and" / "but"), since one message or memory often says several things: two clauses are about the same
+subject (:func:`same_subject`) when they share at least ``SHARED_WORDS`` topic words (stems of words that are
+not stop words and hold no digit) making up at least ``SHARED_SHARE`` of the two clauses' topic words
+together, and they disagree when they also differ in a number, a date, a negation or a named value
+(:func:`~.maintenance.conflict`). It is lexical and cheap (no model), so extraction can run it on every new
+memory and recall on every turn.
 
-Two users of it: extraction links a new memory to the older one it disagrees with by a ``contradicts``
-edge (so recall marks the older one disputed and the bulletin leaves it out), and recall over memories and
-archived messages together lifts the later of two disagreeing candidates above the earlier
-(:func:`later_first`).
+Two users of it: extraction links a new memory that announces a change (:func:`says_change`: "moved to",
+"now", "switched", "no longer" ...) to the earlier one it disagrees with by a ``contradicts`` edge (so
+recall marks the earlier one disputed and the bulletin leaves it out), and recall over memories and archived
+messages together lifts the later of two disagreeing candidates above the earlier (:func:`later_first`).
 Neither hides the earlier statement: it stays in recall and in search, below the newer one.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import TypeVar
@@ -25,8 +28,16 @@ from ..retrieval.passages import WORD, stem
 from .maintenance import conflict
 
 SHARED_WORDS = 2
-SHARED_SHARE = 0.5
+SHARED_SHARE = 0.4
 REPEAT_SHARE = 0.8
+
+_CLAUSE = re.compile(r"[;:,.!?()]+(?:\s+|$)|\s+(?:and|but|while|whereas|so)\s+|\s+[-–—]+\s+", re.IGNORECASE)
+# What a statement that replaces an earlier one says about itself.
+_CHANGE = re.compile(
+    r"\b(?:now|no longer|not any ?more|anymore|moved|switched|changed|migrated|upgraded|downgraded|replaced"
+    r"|instead|updated|renamed|bumped|went from|from now on|corrected|correction|actually)\b",
+    re.IGNORECASE,
+)
 
 T = TypeVar("T")
 
@@ -41,19 +52,37 @@ def topic_words(text: str) -> frozenset[str]:
     )
 
 
+@lru_cache(maxsize=16_384)
+def clauses(text: str) -> tuple[str, ...]:
+    """The clauses of ``text`` that hold a topic word."""
+    return tuple(piece for piece in _CLAUSE.split(text) if topic_words(piece))
+
+
+def says_change(text: str) -> bool:
+    """Whether ``text`` announces that something changed ("moved to", "now", "switched", "no longer" ...)."""
+    return _CHANGE.search(text) is not None
+
+
 def same_subject(words: frozenset[str], other: frozenset[str]) -> bool:
-    """Whether two texts' :func:`topic_words` say they are about the same thing."""
+    """Whether two clauses' :func:`topic_words` say they are about the same thing."""
     shared = len(words & other)
-    return shared >= SHARED_WORDS and shared >= SHARED_SHARE * min(len(words), len(other))
+    return shared >= SHARED_WORDS and shared >= SHARED_SHARE * len(words | other)
 
 
-def disagree(text: str, other: str) -> bool:
-    """Whether ``text`` and ``other`` say different things about the same subject (see the module)."""
-    return same_subject(topic_words(text), topic_words(other)) and conflict(text, other) is not None
+def disagree(text: str, other: str, *, ignore: frozenset[str] = frozenset()) -> bool:
+    """Whether a clause of ``text`` and a clause of ``other`` say different things about one subject (see the
+    module). ``ignore`` are topic words that tell nothing here (the name of whom both are about)."""
+    theirs = [(clause, topic_words(clause) - ignore) for clause in clauses(other)]
+    for clause in clauses(text):
+        words = topic_words(clause) - ignore
+        for other_clause, other_words in theirs:
+            if same_subject(words, other_words) and conflict(clause, other_clause) is not None:
+                return True
+    return False
 
 
 def repeats(words: frozenset[str], other: frozenset[str]) -> bool:
-    """Whether a text of topic words ``words`` says no more than one of ``other``: at least ``SHARED_WORDS`` + 1
+    """Whether a text of topic words ``words`` says no more than one of ``other``: more than ``SHARED_WORDS``
     topic words, ``REPEAT_SHARE`` of them in ``other`` (check :func:`~.maintenance.conflict` too: a
     different value is not a repeat)."""
     return len(words) > SHARED_WORDS and len(words & other) >= REPEAT_SHARE * len(words)
@@ -62,17 +91,14 @@ def repeats(words: frozenset[str], other: frozenset[str]) -> bool:
 def later_first(items: Sequence[T], text: Callable[[T], str], when: Callable[[T], float]) -> list[T]:
     """``items`` (best first) with the newest item that :func:`disagrees <disagree>` with an earlier one lifted
     to just above it; the rest keep their order. Nothing is dropped."""
-    words = [topic_words(text(item)) for item in items]
     ordered = list(range(len(items)))
     for at in range(len(items)):
-        newest = None
-        for other in range(len(items)):
-            if when(items[other]) <= when(items[at]) or not same_subject(words[at], words[other]):
-                continue
-            if (newest is None or when(items[other]) > when(items[newest])) and conflict(
-                text(items[at]), text(items[other])
-            ) is not None:
-                newest = other
+        newer = [other for other in range(len(items)) if when(items[other]) > when(items[at])]
+        newest = max(
+            (other for other in newer if disagree(text(items[at]), text(items[other]))),
+            key=lambda other: when(items[other]),
+            default=None,
+        )
         if newest is not None and ordered.index(newest) > ordered.index(at):
             ordered.remove(newest)
             ordered.insert(ordered.index(at), newest)
