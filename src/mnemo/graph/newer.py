@@ -72,13 +72,19 @@ def same_subject(words: frozenset[str], other: frozenset[str]) -> bool:
 def disagree(text: str, other: str, *, ignore: frozenset[str] = frozenset()) -> bool:
     """Whether a clause of ``text`` and a clause of ``other`` say different things about one subject (see the
     module). ``ignore`` are topic words that tell nothing here (the name of whom both are about)."""
-    theirs = [(clause, topic_words(clause) - ignore) for clause in clauses(other)]
-    for clause in clauses(text):
-        words = topic_words(clause) - ignore
-        for other_clause, other_words in theirs:
-            if same_subject(words, other_words) and conflict(clause, other_clause) is not None:
-                return True
-    return False
+    return _disagree(_clause_words(text, ignore), _clause_words(other, ignore))
+
+
+def _clause_words(text: str, ignore: frozenset[str] = frozenset()) -> list[tuple[str, frozenset[str]]]:
+    return [(clause, topic_words(clause) - ignore) for clause in clauses(text)]
+
+
+def _disagree(mine: list[tuple[str, frozenset[str]]], theirs: list[tuple[str, frozenset[str]]]) -> bool:
+    return any(
+        same_subject(words, other_words) and conflict(clause, other_clause) is not None
+        for clause, words in mine
+        for other_clause, other_words in theirs
+    )
 
 
 def repeats(words: frozenset[str], other: frozenset[str]) -> bool:
@@ -91,11 +97,12 @@ def repeats(words: frozenset[str], other: frozenset[str]) -> bool:
 def later_first(items: Sequence[T], text: Callable[[T], str], when: Callable[[T], float]) -> list[T]:
     """``items`` (best first) with the newest item that :func:`disagrees <disagree>` with an earlier one lifted
     to just above it; the rest keep their order. Nothing is dropped."""
+    said = [_clause_words(text(item)) for item in items]
     ordered = list(range(len(items)))
     for at in range(len(items)):
         newer = [other for other in range(len(items)) if when(items[other]) > when(items[at])]
         newest = max(
-            (other for other in newer if disagree(text(items[at]), text(items[other]))),
+            (other for other in newer if _disagree(said[at], said[other])),
             key=lambda other: when(items[other]),
             default=None,
         )
