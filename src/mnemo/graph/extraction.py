@@ -37,7 +37,7 @@ from ..taint import tool_call_names
 from .errors import BlockedContent
 from .extract_rules import Candidate
 from .extract_rules import extract as extract_by_rules
-from .newer import disagree, says_change, topic_words
+from .newer import changes, disagree, topic_words
 from .review import ReviewItem, ReviewQueue, WriteKind
 from .schema import scope_params
 from .store import MemoryGraph
@@ -283,19 +283,20 @@ def _recorded(graph: MemoryGraph, keys: Sequence[str], conn: Any = None) -> set[
 
 
 def _link_disagreements(graph: MemoryGraph, conn: Any, stored: Sequence[Memory], live: Sequence[Memory]) -> None:
-    """Give each new memory that announces a change (:func:`~.newer.says_change`) a ``contradicts`` edge to
-    every earlier one of its subject it says something different about (:func:`~.newer.disagree`): recall
+    """Give each new memory with a clause that announces a change (:func:`~.newer.changes`) a ``contradicts``
+    edge to every earlier one of its subject that clause says something different about: recall
     then puts it above them and marks them disputed, and the bulletin leaves them out. The earlier memories
     stay, and stay searchable."""
     earlier = list(live)
     for memory in stored:
-        if says_change(memory.content):
+        changed = changes(memory.content)
+        if changed:
             about = topic_words(f"{memory.subject} user")  # every memory of the subject names it
             for old in earlier:
                 if (
                     old.subject == memory.subject
                     and old.created_at <= memory.created_at
-                    and disagree(memory.content, old.content, ignore=about)
+                    and disagree(changed, old.content, ignore=about)
                 ):
                     graph._link(conn, memory.id, old.id, Relation.CONTRADICTS, 1.0)
         earlier.append(memory)

@@ -9,8 +9,8 @@ together, and they disagree when they also differ in a number, a date, a negatio
 (:func:`~.maintenance.conflict`). It is lexical and cheap (no model), so extraction can run it on every new
 memory and recall on every turn.
 
-Two users of it: extraction links a new memory that announces a change (:func:`says_change`: "moved to",
-"now", "switched", "no longer" ...) to the earlier one it disagrees with by a ``contradicts`` edge (so
+Two users of it: extraction links a new memory whose clause announces a change (:func:`changes`: "moved
+to", "now", "switched", "no longer" ...) to the earlier one that clause disagrees with by a ``contradicts`` edge (so
 recall marks the earlier one disputed and the bulletin leaves it out), and recall over memories and archived
 messages together lifts the later of two disagreeing candidates above the earlier (:func:`later_first`).
 Neither hides the earlier statement: it stays in recall and in search, below the newer one.
@@ -35,7 +35,7 @@ _CLAUSE = re.compile(r"[;:,.!?()]+(?:\s+|$)|\s+(?:and|but|while|whereas|so)\s+|\
 # What a statement that replaces an earlier one says about itself.
 _CHANGE = re.compile(
     r"\b(?:now|no longer|not any ?more|anymore|moved|switched|changed|migrated|upgraded|downgraded|replaced"
-    r"|instead|updated|renamed|bumped|went from|from now on|corrected|correction|actually)\b",
+    r"|instead|updated|renamed|bumped|went from|from now on|corrected|correction)\b",
     re.IGNORECASE,
 )
 
@@ -58,9 +58,10 @@ def clauses(text: str) -> tuple[str, ...]:
     return tuple(piece for piece in _CLAUSE.split(text) if topic_words(piece))
 
 
-def says_change(text: str) -> bool:
-    """Whether ``text`` announces that something changed ("moved to", "now", "switched", "no longer" ...)."""
-    return _CHANGE.search(text) is not None
+def changes(text: str) -> str:
+    """The clauses of ``text`` that announce that something changed ("moved to", "now", "switched", "no
+    longer" ...), joined; "" when none does."""
+    return ". ".join(clause for clause in clauses(text) if _CHANGE.search(clause))
 
 
 def same_subject(words: frozenset[str], other: frozenset[str]) -> bool:
