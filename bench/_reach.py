@@ -232,3 +232,18 @@ def ask(memory: AgentMemory, record: Conversation, question: str) -> Shown:
         "session_search": search_turns(record, memory.handle_tool_call("session_search", {"query": question})),
     }
     return Shown(doors, chars, ms)
+
+
+@dataclass
+class Tally:
+    """What the questions of a run reached, door by door, and what asking them cost."""
+
+    doors: dict[str, Door] = field(default_factory=lambda: {name: Door() for name in DOORS})
+    ms: list[float] = field(default_factory=list)
+    chars: list[int] = field(default_factory=list)
+
+    def add(self, evidence: set[str], shown: Shown) -> None:
+        self.ms.append(shown.ms)
+        self.chars.append(shown.context_chars)
+        for name, door in self.doors.items():
+            door.add(evidence, shown.doors[name])

@@ -32,7 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _reach import DOORS, Door, Message, ask, exchanges, feed  # noqa: E402
+from _reach import DOORS, Door, Message, Tally, ask, exchanges, feed  # noqa: E402
 from archive import _percentile, _table  # noqa: E402
 from mnemo import AgentMemory  # noqa: E402
 
@@ -95,11 +95,9 @@ def _updated_first(raw: dict, shown: list[str]) -> bool | None:
 
 
 def bench(data: Path, chats: list[int], workdir: Path) -> dict:
-    doors = {name: Door() for name in DOORS}
+    tally = Tally()
     by_category: dict[str, Door] = {}
     first: dict[str, list[float]] = {name: [] for name in DOORS}
-    ask_ms: list[float] = []
-    chars: list[int] = []
     started = time.perf_counter()
     for number in chats:
         folder = data / str(number)
@@ -111,10 +109,8 @@ def bench(data: Path, chats: list[int], workdir: Path) -> dict:
         with AgentMemory.open(f"beam-{number}-questions", home=home, user_id=record.user) as memory:
             for category, question, evidence, raw in _questions(probing):
                 shown = ask(memory, record, question)
-                ask_ms.append(shown.ms)
-                chars.append(shown.context_chars)
-                for name, door in doors.items():
-                    door.add(evidence, shown.doors[name])
+                tally.add(evidence, shown)
+                for name in DOORS:
                     if category == "knowledge_update" and (ahead := _updated_first(raw, shown.doors[name])) is not None:
                         first[name].append(float(ahead))
                 by_category.setdefault(category, Door()).add(evidence, shown.doors["per-turn context"])
@@ -123,24 +119,24 @@ def bench(data: Path, chats: list[int], workdir: Path) -> dict:
     def share(values: list[float]) -> str:
         return f"{statistics.fmean(values):.3f} ({len(values)})" if values else "-"
 
-    print(f"\n{len(ask_ms)} questions, {len(chats)} chats, {time.perf_counter() - started:.0f} s")
+    print(f"\n{len(tally.ms)} questions, {len(chats)} chats, {time.perf_counter() - started:.0f} s")
     _table(
-        [[name, f"{statistics.fmean(d.any):.3f}", f"{statistics.fmean(d.all):.3f}", share(first[name])] for name, d in doors.items()],
+        [[name, f"{statistics.fmean(d.any):.3f}", f"{statistics.fmean(d.all):.3f}", share(first[name])] for name, d in tally.doors.items()],
         ["door", "evidence reached (any)", "(all)", "updated first (questions)"],
     )  # fmt: skip
     _table(
         [[category, str(len(d.any)), f"{statistics.fmean(d.any):.3f}", f"{statistics.fmean(d.all):.3f}"] for category, d in sorted(by_category.items())],
         ["category (per-turn context)", "questions", "any", "all"],
     )  # fmt: skip
-    print(f"prepare_messages per question p50 / p95 {_percentile(ask_ms, 50):.1f} / {_percentile(ask_ms, 95):.1f} ms; "
-          f"recalled characters mean {statistics.fmean(chars):.0f}, max {max(chars)}")  # fmt: skip
+    print(f"prepare_messages per question p50 / p95 {_percentile(tally.ms, 50):.1f} / {_percentile(tally.ms, 95):.1f} ms; "
+          f"recalled characters mean {statistics.fmean(tally.chars):.0f}, max {max(tally.chars)}")  # fmt: skip
     result = {
         f"{name}_{kind}": round(statistics.fmean(getattr(d, kind)), 3)
-        for name, d in doors.items()
+        for name, d in tally.doors.items()
         for kind in ("any", "all")
     }
     result |= {f"{name}_updated_first": round(statistics.fmean(v), 3) for name, v in first.items() if v}
-    return result | {"questions": len(ask_ms), "ask_ms_p50": round(_percentile(ask_ms, 50), 2)}
+    return result | {"questions": len(tally.ms), "ask_ms_p50": round(_percentile(tally.ms, 50), 2)}
 
 
 def main() -> int:

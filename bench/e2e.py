@@ -44,7 +44,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _reach import DOORS, Door, Message, ask, exchanges, feed  # noqa: E402
+from _reach import Message, Tally, ask, exchanges, feed  # noqa: E402
 from archive import Synth, _percentile, _scored_questions, _sessions, _table  # noqa: E402
 from mnemo import AgentMemory  # noqa: E402
 from mnemo.embeddings import MiniLMEmbedder  # noqa: E402
@@ -75,21 +75,16 @@ def bench_quality(path: Path, workdir: Path, conversations: int | None) -> dict:
     samples = json.loads(path.read_text(encoding="utf-8"))[:conversations]
     home = workdir / "locomo-home"
     home.mkdir(parents=True, exist_ok=True)
-    doors = {name: Door() for name in DOORS}
+    tally = Tally()
     turn_ms: list[float] = []
-    ask_ms: list[float] = []
-    chars: list[int] = []
     started = time.perf_counter()
     for sample in samples:
         record, fed_ms = feed(home, *_conversation(sample))
         turn_ms += fed_ms
         with AgentMemory.open(f"{record.user}-questions", home=home, user_id=record.user) as memory:
             for _category, evidence, question, _qa in _scored_questions(sample):
-                shown = ask(memory, record, question)
-                ask_ms.append(shown.ms)
-                chars.append(shown.context_chars)
-                for name, door in doors.items():
-                    door.add(set(evidence), shown.doors[name])
+                tally.add(set(evidence), ask(memory, record, question))
+    doors, ask_ms, chars = tally.doors, tally.ms, tally.chars
     rows = [[name, f"{statistics.fmean(d.any):.3f}", f"{statistics.fmean(d.all):.3f}"] for name, d in doors.items()]
     print(
         f"\n{len(doors['recall()'].any)} questions, {len(samples)} conversations, {time.perf_counter() - started:.0f} s"
