@@ -209,8 +209,10 @@ class AgentMemory(TypedMemoryAPI):
             # Every provider serves this session's scope: a table cannot move one to another user's memory
             # (a gateway opening one AgentMemory per user must not find them all under one provider peer).
             # The home too: where a provider keeps files of its own (Mem0's local store).
-            scope = {**self.settings.scope.as_dict(), "home": str(self.settings.home)}
-            configs = {name: {**config, **scope} if isinstance(config, dict) else config for name, config in configs.items()}
+            session = {**self.settings.scope.as_dict(), "home": str(self.settings.home)}
+            configs = {
+                name: {**config, **session} if isinstance(config, dict) else config for name, config in configs.items()
+            }
             self.registry.initialize_all(session_key, configs)
             self._take_stock()
             self._count_awaiting_review()
