@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 from ..errors import InvalidArgument
 from .records import (
@@ -16,8 +16,6 @@ from .records import (
     to_timestamp,
 )
 from .search import SESSION_SCOPE_CLAUSE, SORTS, Filters, Match
-
-T = TypeVar("T")
 
 MAX_LIMIT = 100
 HITS_PER_CANDIDATE_SESSION = 20
