@@ -273,18 +273,23 @@ def search(
     text = _text_query(query, engine)
     found = engine.text_candidates(conn, scope, text.expression, alive, pool, text.matches) if text.expression else {}
     raw: dict[str, dict[str, float]] = {FTS: found}
+    # What the full text alone decides is read before the vector channel is asked: its search may still be
+    # running on the other core (see MemoryGraph.recall), and this SQL is off the recall's critical path there.
+    rows = _rows(conn, found)
+    named = named_subjects(conn, scope, query)
+    source_text = _source_text(engine, scope, text.source_terms, alive)
     if embedder is not None:
         raw[VECTOR] = _vector_candidates(conn, scope, query, embedder, vectors, pool)
-    # One read of the proposed memories serves the vector hits' liveness, their contexts and the results.
-    rows = _rows(conn, {key for values in raw.values() for key in values})
+        # One read of the proposed memories serves the vector hits' liveness, their contexts and the results.
+        rows.update(_rows(conn, raw[VECTOR].keys() - rows.keys()))
     raw = {
         name: {key: value for key, value in values.items() if key in rows and (include_forgotten or not rows[key].memory.forgotten)}
         for name, values in raw.items()
     }  # fmt: skip
     normalised = fusion.normalise(raw)
     ids = list({key for values in normalised.values() for key in values})
-    placements, focus, created = _placements(rows, ids, named_subjects(conn, scope, query))
-    group_text = _source_text(engine, scope, text.source_terms, alive) if placements else {}
+    placements, focus, created = _placements(rows, ids, named)
+    group_text = source_text if placements else {}
     periods = mentioned_periods(query, now)
     timely = {key for key, at in created.items() if periods.contains(at)} if periods else set()
     base = fusion.relevance(normalised, placements, group_text=group_text, focus=focus, timely=timely)
