@@ -298,7 +298,7 @@ def search(
     rows.update(_rows(conn, graph.keys() - rows.keys()))
 
     since, until = window
-    results = []
+    scored: list[tuple[float, Memory]] = []
     for key, row in rows.items():
         memory = row.memory
         if key not in base and key not in graph:
@@ -311,16 +311,20 @@ def search(
             continue
         if (since is not None and memory.created_at < since) or (until is not None and memory.created_at > until):
             continue
+        relevance = base.get(memory.id, 0.0) + (graph[memory.id][0] if memory.id in graph else 0.0)
+        value = score(relevance, memory.importance, (now - memory.updated_at) / 86_400.0)
+        if value > 0 and math.isfinite(value):
+            scored.append((value, memory))
+    scored.sort(key=lambda item: (-item[0], -item[1].created_at))
+    # Only the results kept are given their record: a recall scores a few hundred candidates to return ten.
+    results = []
+    for value, memory in scored[:limit]:
         channels = {name: values[memory.id] for name, values in normalised.items() if values.get(memory.id, 0) > 0}
         via = None
         if memory.id in graph:
             channels["graph"], via = graph[memory.id]
-        relevance = base.get(memory.id, 0.0) + channels.get("graph", 0.0)
-        value = score(relevance, memory.importance, (now - memory.updated_at) / 86_400.0)
-        if value > 0 and math.isfinite(value):
-            results.append(RecallResult(memory, value, channels, via if "graph" in channels else None))
-    results.sort(key=lambda r: (-r.score, -r.memory.created_at))
-    return mark_disagreements(conn, results[:limit])
+        results.append(RecallResult(memory, value, channels, via if "graph" in channels else None))
+    return mark_disagreements(conn, results)
 
 
 def mark_disagreements(conn: Any, results: list[RecallResult]) -> list[RecallResult]:
