@@ -26,7 +26,11 @@ holding that many archived messages (synthetic conversations, embedded) and ``--
 memories. That home is built through the stores' own bulk calls (``Archive.append_many``, ``embed_pending``,
 every session recorded as extracted, ``MemoryGraph.remember_many``: everything embedded, as an agent leaves
 it), not the agent loop, since feeding 100k messages through it would take hours;
-only the timed calls go through ``AgentMemory``. It is kept in ``--workdir`` and reused when present.
+only the timed calls go through ``AgentMemory``. It is kept in ``--workdir`` and reused when present. A home
+with more memories than one already built there for the same message count is grown from a copy of it: both
+come from one deterministic stream (the messages, then the memories), so the copy's archive and memories are
+the larger home's own, and only the memories it lacks are written and embedded (embedding 100k messages
+again would take an hour here). Every vector is a real MiniLM embedding of its text.
 
 The last line printed is one JSON object.
 """
@@ -35,6 +39,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -121,10 +127,16 @@ def _build_scale(home: Path, messages: int, memories: int) -> None:
     marker = home / f".built-{messages}-{memories}"
     if marker.exists():
         return
-    home.mkdir(parents=True, exist_ok=True)
     synth = Synth()
     scope = Scope(user_id=SCALE_USER)
     started = time.perf_counter()
+    smaller = _smaller_home(home.parent, messages, memories)
+    if smaller is not None:
+        _grow_from(smaller, home, synth, messages, memories)
+        print(f"scale home grown from {smaller.name} in {time.perf_counter() - started:.0f} s", flush=True)
+        marker.touch()
+        return
+    home.mkdir(parents=True, exist_ok=True)
     archive = open_archive(home / "mnemo.db", embedder=MiniLMEmbedder(), scope=scope)
     try:
         for index in range(messages // SESSION_LENGTH):
@@ -142,15 +154,48 @@ def _build_scale(home: Path, messages: int, memories: int) -> None:
     marker.touch()
 
 
-def _settle(home: Path, scope: Scope, synth: Synth, memories: int) -> None:
+def _smaller_home(workdir: Path, messages: int, memories: int) -> Path | None:
+    """The built home with as many messages and the most memories short of ``memories``, if any."""
+    built = [
+        (int(path.name.rsplit("-", 1)[1]), path.parent)
+        for path in workdir.glob(f"scale-{messages}-*/.built-{messages}-*")
+        if int(path.name.rsplit("-", 1)[1]) < memories
+    ]
+    return max(built)[1] if built else None
+
+
+def _grow_from(smaller: Path, home: Path, synth: Synth, messages: int, memories: int) -> None:
+    """Build ``home`` as a copy of ``smaller`` plus the memories it lacks. The two would be built from one
+    deterministic stream (the archive's messages, then the memories), so the smaller home's memories are the
+    first of the larger one's and its archive is the same: the copy spares embedding 100k messages again
+    (an hour on these two cores). ``synth`` is run through what the copy already holds."""
+    had = int(smaller.name.rsplit("-", 1)[1])
+    home.mkdir(parents=True, exist_ok=True)
+    source = sqlite3.connect(smaller / "mnemo.db")
+    target = sqlite3.connect(home / "mnemo.db")
+    try:
+        source.backup(target)
+    finally:
+        target.close()
+        source.close()
+    if (smaller / "cache").is_dir():  # the model's converted weights
+        shutil.copytree(smaller / "cache", home / "cache", dirs_exist_ok=True)
+    for _ in range(messages // SESSION_LENGTH):
+        synth.session(SESSION_LENGTH)
+    _settle(home, Scope(user_id=SCALE_USER), synth, memories, had=had)
+
+
+def _settle(home: Path, scope: Scope, synth: Synth, memories: int, had: int = 0) -> None:
     """The steady state an agent leaves: every session's messages recorded as extracted when it ended (by an
     extractor that keeps nothing: the synthetic chatter would give some 33k memories, not the number asked
-    for), ``memories`` remembered, everything embedded (its providers embed after each turn)."""
+    for), ``memories`` remembered (the first ``had`` of them already are), everything embedded (its
+    providers embed after each turn)."""
     archive = open_archive(home / "mnemo.db", scope=scope)
     graph = open_graph(home / "mnemo.db", scope=scope, embedder=MiniLMEmbedder())
     try:
         backfill(graph, archive, archived_sessions(archive), extractor=lambda batch: [])
         batch = [{"content": synth.message("user")["content"], "memory_type": "fact"} for _ in range(memories)]
+        batch = batch[had:]
         for start in range(0, len(batch), 1000):
             graph.remember_many(batch[start : start + 1000])
         graph.embed_pending()

@@ -44,6 +44,23 @@ def test_search_returns_the_k_most_similar_best_first() -> None:
     assert scores[0] == pytest.approx(float(vectors[hits[0][0]] @ query), abs=1e-6)
 
 
+@pytest.mark.parametrize("k", [1, 10, 100, 500])
+def test_a_large_index_returns_the_same_k_best_as_a_full_sort(k: int) -> None:
+    index, vectors = filled(20_000, seed=3)
+    query = unit_vectors(1, seed=98)[0]
+    assert [hit for hit, _ in index.search(query, k)] == expected_top(vectors, list(range(20_000)), query, k)
+
+
+def test_the_k_best_are_found_when_every_sampled_row_outscores_them() -> None:
+    # Rows 0, 64, 128, ... are the query itself: a threshold placed from a sample of every 64th score lands
+    # among them, above most of the true k best, and the search must still return all of those.
+    index, vectors = filled(20_000, seed=4)
+    query = unit_vectors(1, seed=97)[0]
+    vectors[::64] = query
+    index.add(list(range(0, 20_000, 64)), vectors[::64])
+    assert [hit for hit, _ in index.search(query, 400)] == expected_top(vectors, list(range(20_000)), query, 400)
+
+
 def test_a_stored_vector_finds_itself_with_score_one() -> None:
     index, vectors = filled(50)
     best_id, score = index.search(vectors[17], 1)[0]

@@ -159,6 +159,15 @@ def test_scopes_never_see_each_others_memories(db_path):
         assert not alice.get(secret.id).forgotten
 
 
+def test_a_busier_scopes_better_matches_never_crowd_out_this_scopes_own(db_path):
+    # More of bob's memories match, and match better, than recall takes full-text candidates (100 for ten
+    # results): alice's one weaker match must still be found below them all.
+    with open_graph(db_path, scope=Scope(user_id="alice")) as alice, open_graph(db_path, scope=Scope(user_id="bob")) as bob:
+        bob.remember_many([{"content": f"Harbor harbor harbor note {n}"} for n in range(150)])
+        mine = alice.remember("A long note that mentions the harbor once among many other words about boats and tides")
+        assert [r.memory.id for r in alice.recall("harbor")] == [mine.id]
+
+
 def test_agent_and_channel_ids_are_part_of_the_scope(db_path):
     with open_graph(db_path, scope=Scope("u", "agent-1", "slack")) as one, open_graph(db_path, scope=Scope("u", "agent-1", "email")) as two:
         one.remember("Deploy freeze on Fridays")

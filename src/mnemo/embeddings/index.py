@@ -202,13 +202,37 @@ def _dot(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
     return np.einsum("ij,j->i", matrix, vector)
 
 
+# Below this many scores, partitioning all of them is as cheap as anything else.
+_SAMPLED_SELECTION = 8_192
+# Every this many'th score is read to place a threshold under the best ones.
+_SAMPLE_STRIDE = 64
+
+
 def _top_k(scores: np.ndarray, k: int) -> np.ndarray:
     """Indices of the ``k`` highest scores, highest first (stable among equal scores)."""
-    if k < scores.size:
+    if k >= scores.size:
+        return np.argsort(-scores, kind="stable")
+    pool = _at_least_the_best(scores, k)
+    if pool is None:
         candidates = np.argpartition(-scores, k - 1)[:k]
-        candidates.sort()
-        return candidates[np.argsort(-scores[candidates], kind="stable")]
-    return np.argsort(-scores, kind="stable")
+    else:
+        candidates = pool[np.argpartition(-scores[pool], k - 1)[:k]] if pool.size > k else pool
+    candidates.sort()
+    return candidates[np.argsort(-scores[candidates], kind="stable")]
+
+
+def _at_least_the_best(scores: np.ndarray, k: int) -> np.ndarray | None:
+    """Indices of every score at or above a threshold that a sample puts about ``4 k`` deep, when ``k`` or more
+    are: then the ``k`` best are among them. One comparison over all the scores instead of a partition of them
+    (at 100,000 scores 0.1 ms against 2-3 ms, on every scan of a 100k-vector file). ``None`` when the scores are
+    too few for it to pay, or the sample put the threshold too high."""
+    sample = scores[::_SAMPLE_STRIDE]
+    depth = 4 * k // _SAMPLE_STRIDE + 1  # sampled scores at or above the threshold
+    if scores.size < _SAMPLED_SELECTION or depth >= sample.size:
+        return None
+    threshold = np.partition(sample, sample.size - depth)[sample.size - depth]
+    pool = np.flatnonzero(scores >= threshold)
+    return pool if pool.size >= k else None
 
 
 def _as_matrix(vectors: np.ndarray, dim: int, field: str) -> np.ndarray:

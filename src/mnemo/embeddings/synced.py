@@ -441,6 +441,10 @@ class SyncedVectors:
         """The ``k`` nearest owners to ``probe``, verified against the database; ``ahead`` is a
         :meth:`nearest` result computed earlier for the same probe, used when still current."""
         candidates = ahead if ahead is not None else self.nearest(probe, k)
+        if len(candidates.found) > k:
+            # Only the best k are checked against the database: a stale row among them still sends the search
+            # round again below, and one behind them can take no place from a live row.
+            candidates = Candidates(candidates.found[:k], candidates.mapped, k)
         asked = k
         for _ in range(8):
             hits = self.resolve(conn, candidates)

@@ -273,18 +273,23 @@ def search(
     text = _text_query(query, engine)
     found = engine.text_candidates(conn, scope, text.expression, alive, pool, text.matches) if text.expression else {}
     raw: dict[str, dict[str, float]] = {FTS: found}
+    # What the full text alone decides is read before the vector channel is asked: its search may still be
+    # running on the other core (see MemoryGraph.recall), and this SQL is off the recall's critical path there.
+    rows = _rows(conn, found)
+    named = named_subjects(conn, scope, query)
+    source_text = _source_text(engine, scope, text.source_terms, alive)
     if embedder is not None:
         raw[VECTOR] = _vector_candidates(conn, scope, query, embedder, vectors, pool)
-    # One read of the proposed memories serves the vector hits' liveness, their contexts and the results.
-    rows = _rows(conn, {key for values in raw.values() for key in values})
+        # One read of the proposed memories serves the vector hits' liveness, their contexts and the results.
+        rows.update(_rows(conn, raw[VECTOR].keys() - rows.keys()))
     raw = {
         name: {key: value for key, value in values.items() if key in rows and (include_forgotten or not rows[key].memory.forgotten)}
         for name, values in raw.items()
     }  # fmt: skip
     normalised = fusion.normalise(raw)
     ids = list({key for values in normalised.values() for key in values})
-    placements, focus, created = _placements(rows, ids, named_subjects(conn, scope, query))
-    group_text = _source_text(engine, scope, text.source_terms, alive) if placements else {}
+    placements, focus, created = _placements(rows, ids, named)
+    group_text = source_text if placements else {}
     periods = mentioned_periods(query, now)
     timely = {key for key, at in created.items() if periods.contains(at)} if periods else set()
     base = fusion.relevance(normalised, placements, group_text=group_text, focus=focus, timely=timely)
@@ -293,7 +298,7 @@ def search(
     rows.update(_rows(conn, graph.keys() - rows.keys()))
 
     since, until = window
-    results = []
+    scored: list[tuple[float, Memory]] = []
     for key, row in rows.items():
         memory = row.memory
         if key not in base and key not in graph:
@@ -306,16 +311,20 @@ def search(
             continue
         if (since is not None and memory.created_at < since) or (until is not None and memory.created_at > until):
             continue
+        relevance = base.get(memory.id, 0.0) + (graph[memory.id][0] if memory.id in graph else 0.0)
+        value = score(relevance, memory.importance, (now - memory.updated_at) / 86_400.0)
+        if value > 0 and math.isfinite(value):
+            scored.append((value, memory))
+    scored.sort(key=lambda item: (-item[0], -item[1].created_at))
+    # Only the results kept are given their record: a recall scores a few hundred candidates to return ten.
+    results = []
+    for value, memory in scored[:limit]:
         channels = {name: values[memory.id] for name, values in normalised.items() if values.get(memory.id, 0) > 0}
         via = None
         if memory.id in graph:
             channels["graph"], via = graph[memory.id]
-        relevance = base.get(memory.id, 0.0) + channels.get("graph", 0.0)
-        value = score(relevance, memory.importance, (now - memory.updated_at) / 86_400.0)
-        if value > 0 and math.isfinite(value):
-            results.append(RecallResult(memory, value, channels, via if "graph" in channels else None))
-    results.sort(key=lambda r: (-r.score, -r.memory.created_at))
-    return mark_disagreements(conn, results[:limit])
+        results.append(RecallResult(memory, value, channels, via if "graph" in channels else None))
+    return mark_disagreements(conn, results)
 
 
 def mark_disagreements(conn: Any, results: list[RecallResult]) -> list[RecallResult]:

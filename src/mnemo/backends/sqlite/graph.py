@@ -138,10 +138,14 @@ class SqliteEngine(GraphEngine):
     def text_candidates(
         self, conn: sqlite3.Connection, scope: Scope, expression: str, alive: str, count: int, matches: Mapping[str, int]
     ) -> dict[str, float]:
+        # Ordered by FTS5's own rank column (bm25 with the default weights, as no rank is configured):
+        # FTS5 sorts its matches itself and the join then reads memories only until ``count`` are found, where
+        # ordering by a bm25() expression read every matching memory before sorting (a third of the query at
+        # 100k memories).
         rows = conn.execute(
-            "SELECT m.id, bm25(graph_memories_fts) AS rank FROM graph_memories_fts"
+            "SELECT m.id, graph_memories_fts.rank FROM graph_memories_fts"
             " JOIN graph_memories m ON m.seq = graph_memories_fts.rowid"
-            f" WHERE graph_memories_fts MATCH ? AND {SCOPE_CLAUSE}{alive} ORDER BY rank LIMIT ?",
+            f" WHERE graph_memories_fts MATCH ? AND {SCOPE_CLAUSE}{alive} ORDER BY graph_memories_fts.rank LIMIT ?",
             (expression, *scope_params(scope), count),
         ).fetchall()
         return {r[0]: -r[1] for r in rows}
