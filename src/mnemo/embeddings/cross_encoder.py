@@ -121,10 +121,14 @@ class CrossEncoder:
 
     def score_within(self, query: str, passages: Sequence[str], timeout: float) -> np.ndarray | None:
         """:meth:`score` on the worker, waited for at most ``timeout`` seconds: ``None`` when it is late, when
-        an earlier score is still running, or when the model is not loaded yet (its load is then started).
+        an earlier score is still running, or when the model is not loaded yet (its load is then started; a
+        load that failed raises its error, :class:`CrossEncoderMissing` when the model is not installed).
         A late score finishes on the worker and is dropped."""
         if not self.loaded:
-            self.preload()
+            loading = self.preload()
+            failed = loading.exception() if loading.done() else None
+            if failed is not None:
+                raise failed
             return None
         with self._lock:
             if self._running is not None and not self._running.done():

@@ -18,7 +18,7 @@ from ..graph.review import ReviewItem, WriteKind
 from ..graph.store import MemoryGraph
 from ..graph.types import MemoryType, Relation
 from ..provenance import Origin
-from ..recollection import recall_everything
+from ..recollection import DEEP_TIMEOUT, recall_everything
 from ..review import HELD_MESSAGE, MODEL_WRITES, WriteGate, graph_payload
 from ..safety.scan import finding_labels
 from ._json import check_required, failure, function_schema, parse_arguments, success
@@ -50,6 +50,7 @@ RECALL_TOOL_SCHEMA = _schema(
         "until": {"type": "string", "description": "Only memories created at or before this ISO 8601 date."},
         "limit": {"type": "integer", "minimum": 1, "maximum": MAX_RECALL_LIMIT, "description": "At most this many results (default 8)."},
         "include_history": {"type": "boolean", "description": "Also return superseded older versions."},
+        "deep": {"type": "boolean", "description": "Rerank the best results by reading each against the query (slower, often better for a hard question)."},
     },
     ["query"],
 )
@@ -136,6 +137,7 @@ class _Sessions(NamedTuple):
 
     archive: Archive | None = None
     in_context: tuple[str, int] | None = None
+    deep_timeout: float = DEEP_TIMEOUT
 
 
 _NO_SESSIONS = _Sessions()
@@ -153,6 +155,8 @@ def _recall(graph: MemoryGraph, args: dict[str, Any], gate: WriteGate, sessions:
         since=_optional_string(args, "since"),
         until=_optional_string(args, "until"),
         include_history=args.get("include_history", False),
+        deep=args.get("deep", False),
+        deep_timeout=sessions.deep_timeout,
     )
     message = f"{len(found)} found." if found else "Nothing matching found."
     return success(count=len(found), results=[item.as_tool_dict() for item in found], message=message)
@@ -233,12 +237,13 @@ def handle_graph_call(
     archive: Archive | None = None,
     in_context: tuple[str, int] | None = None,
     gate: WriteGate = MODEL_WRITES,
+    deep_timeout: float = DEEP_TIMEOUT,
 ) -> str:
     """Run the graph tool ``name`` against ``graph``; return the JSON result for the model. ``recall`` also
     searches ``archive``'s earlier sessions, leaving out ``in_context`` (``(session_id, message_id)``: that
     session's messages after that id). ``gate`` stamps what ``remember`` writes and holds an untrusted write
-    for review (see :mod:`mnemo.review`)."""
-    handler = partial(_recall, sessions=_Sessions(archive, in_context)) if name == "recall" else _HANDLERS.get(name)
+    for review (see :mod:`mnemo.review`). ``deep_timeout`` bounds ``recall``'s deep flag, in seconds."""
+    handler = partial(_recall, sessions=_Sessions(archive, in_context, deep_timeout)) if name == "recall" else _HANDLERS.get(name)
     if handler is None:
         return failure(f"unknown graph tool {excerpt(name)} (tools: {', '.join(_HANDLERS)})")
     try:

