@@ -19,12 +19,15 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from archive import _percentile
 from mnemo import AgentMemory, RecalledMessage
 from mnemo.graph.extraction import source_messages
 from mnemo.scope import Scope
 from mnemo.storage import open_archive, open_graph
 
 DOORS = ("per-turn context", "recall()", "session_search")
+DEEP_DOORS = ("per-turn context (recall_deep)", "recall(deep=True)")
+"""The doors deep recall changes, asked in a session opened with ``recall_deep=True`` (``--deep``)."""
 _SESSION_LINE = re.compile(r"^- earlier session (\S+) \([^)]*\):$")
 _MESSAGE_LINE = re.compile(r"^  - (user|assistant): (.*)$")
 _MEMORY_LINE = re.compile(r"^- \[[a-z]+ · [^\]]*\] (.*)$")
@@ -217,18 +220,49 @@ class Shown:
     doors: dict[str, list[str]]
     context_chars: int
     ms: float
+    recall_ms: float
 
 
-def ask(memory: AgentMemory, record: Conversation, question: str) -> Shown:
-    """Ask ``question`` through every door of ``memory`` (a new session of the conversation's user)."""
+def ask(memory: AgentMemory, record: Conversation, question: str, *, deep: bool = False) -> Shown:
+    """Ask ``question`` through every door of ``memory`` (a new session of the conversation's user). With
+    ``deep``, ``memory`` was opened with ``recall_deep=True``: the doors are :data:`DEEP_DOORS` and recall is
+    asked with ``deep=True`` (session_search, which deep recall does not touch, is left out)."""
     started = time.perf_counter()
     messages = memory.prepare_messages(question, [])
     ms = (time.perf_counter() - started) * 1000
     block = messages[-1]["content"][len(question) :]
     chars = sum(len(line) + 1 for line in block.splitlines() if line.startswith(("- ", "  - ")))
-    doors = {
-        "per-turn context": context_turns(record, block),
-        "recall()": recall_turns(record, memory.recall(question)),
-        "session_search": search_turns(record, memory.handle_tool_call("session_search", {"query": question})),
-    }
-    return Shown(doors, chars, ms)
+    started = time.perf_counter()
+    recalled = memory.recall(question, deep=deep)
+    recall_ms = (time.perf_counter() - started) * 1000
+    context, recall = DEEP_DOORS if deep else DOORS[:2]
+    doors = {context: context_turns(record, block), recall: recall_turns(record, recalled)}
+    if not deep:
+        doors["session_search"] = search_turns(record, memory.handle_tool_call("session_search", {"query": question}))
+    return Shown(doors, chars, ms, recall_ms)
+
+
+@dataclass
+class Timed:
+    """The time of each timed call per question, with and without deep recall, for the bench's speed table."""
+
+    calls: dict[str, list[float]] = field(default_factory=dict)
+
+    def add(self, shown: Shown, deep: bool) -> None:
+        context, recall = ("prepare_messages (recall_deep)", "recall(deep=True)") if deep else ("", "recall()")
+        if context:
+            self.calls.setdefault(context, []).append(shown.ms)
+        self.calls.setdefault(recall, []).append(shown.recall_ms)
+
+    def rows(self) -> list[list[str]]:
+        return [[name, f"{_percentile(ms, 50):.1f}", f"{_percentile(ms, 95):.1f}"] for name, ms in self.calls.items()]
+
+    def summary(self) -> dict[str, float]:
+        """``{call}_ms_p50`` / ``_p95`` for the JSON line."""
+        return {
+            f"{_key(name)}_ms_p{q}": round(_percentile(ms, q), 2) for name, ms in self.calls.items() for q in (50, 95)
+        }
+
+
+def _key(name: str) -> str:
+    return re.sub(r"[^a-z]+", "_", name.lower()).strip("_")

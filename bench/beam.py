@@ -10,7 +10,7 @@ rest is how recall is checked, so ``--chats`` refuses them.
 Each chat is one user of one home, each of its batches one ``AgentMemory`` session: ``prepare_messages`` then
 ``turn_complete(user, reply)`` per exchange, ``close()`` at its end (bench/_reach.py). Every probing question
 with evidence is then asked in a new session, and three doors are checked for the evidence messages, as in
-bench/e2e.py (any / all of them reached). For the knowledge-update questions, **updated first** is the share
+bench/e2e.py (any / all of them reached); ``--deep`` asks them again in sessions with deep recall. For the knowledge-update questions, **updated first** is the share
 of those whose updated statement a door shows that show it before the original one (or without it).
 The user's messages carry BEAM's position markers (``->-> 1,1``); they are taken off, as no user types them.
 
@@ -32,7 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _reach import DOORS, Door, Message, ask, exchanges, feed  # noqa: E402
+from _reach import DEEP_DOORS, DOORS, Door, Message, Timed, ask, exchanges, feed  # noqa: E402
 from archive import _percentile, _table  # noqa: E402
 from mnemo import AgentMemory  # noqa: E402
 
@@ -94,12 +94,14 @@ def _updated_first(raw: dict, shown: list[str]) -> bool | None:
     return first_original is None or first_update < first_original
 
 
-def bench(data: Path, chats: list[int], workdir: Path) -> dict:
-    doors = {name: Door() for name in DOORS}
+def bench(data: Path, chats: list[int], workdir: Path, deep: bool = False) -> dict:
+    names = DOORS + (DEEP_DOORS if deep else ())
+    doors = {name: Door() for name in names}
     by_category: dict[str, Door] = {}
-    first: dict[str, list[float]] = {name: [] for name in DOORS}
+    first: dict[str, list[float]] = {name: [] for name in names}
     ask_ms: list[float] = []
     chars: list[int] = []
+    timed = Timed()
     started = time.perf_counter()
     for number in chats:
         folder = data / str(number)
@@ -108,16 +110,20 @@ def bench(data: Path, chats: list[int], workdir: Path) -> dict:
         home = workdir / f"chat-{number}"
         home.mkdir(parents=True, exist_ok=True)
         record, _ = feed(home, f"beam-{number}", _sessions(chat))
-        with AgentMemory.open(f"beam-{number}-questions", home=home, user_id=record.user) as memory:
-            for category, question, evidence, raw in _questions(probing):
-                shown = ask(memory, record, question)
-                ask_ms.append(shown.ms)
-                chars.append(shown.context_chars)
-                for name, door in doors.items():
-                    door.add(evidence, shown.doors[name])
-                    if category == "knowledge_update" and (ahead := _updated_first(raw, shown.doors[name])) is not None:
-                        first[name].append(float(ahead))
-                by_category.setdefault(category, Door()).add(evidence, shown.doors["per-turn context"])
+        for deeply in (False, True) if deep else (False,):
+            session = f"beam-{number}-questions{'-deep' if deeply else ''}"
+            with AgentMemory.open(session, home=home, user_id=record.user, recall_deep=deeply) as memory:
+                for category, question, evidence, raw in _questions(probing):
+                    shown = ask(memory, record, question, deep=deeply)
+                    timed.add(shown, deeply)
+                    if not deeply:
+                        ask_ms.append(shown.ms)
+                        chars.append(shown.context_chars)
+                        by_category.setdefault(category, Door()).add(evidence, shown.doors["per-turn context"])
+                    for name, reached in shown.doors.items():
+                        doors[name].add(evidence, reached)
+                        if category == "knowledge_update" and (ahead := _updated_first(raw, reached)) is not None:
+                            first[name].append(float(ahead))
         print(f"chat {number}: fed and asked ({time.perf_counter() - started:.0f} s)", flush=True)
 
     def share(values: list[float]) -> str:
@@ -134,13 +140,14 @@ def bench(data: Path, chats: list[int], workdir: Path) -> dict:
     )  # fmt: skip
     print(f"prepare_messages per question p50 / p95 {_percentile(ask_ms, 50):.1f} / {_percentile(ask_ms, 95):.1f} ms; "
           f"recalled characters mean {statistics.fmean(chars):.0f}, max {max(chars)}")  # fmt: skip
+    _table(timed.rows(), ["call", "p50 ms", "p95 ms"])
     result = {
         f"{name}_{kind}": round(statistics.fmean(getattr(d, kind)), 3)
         for name, d in doors.items()
         for kind in ("any", "all")
     }
     result |= {f"{name}_updated_first": round(statistics.fmean(v), 3) for name, v in first.items() if v}
-    return result | {"questions": len(ask_ms), "ask_ms_p50": round(_percentile(ask_ms, 50), 2)}
+    return result | {"questions": len(ask_ms), "ask_ms_p50": round(_percentile(ask_ms, 50), 2)} | timed.summary()
 
 
 def main() -> int:
@@ -148,11 +155,12 @@ def main() -> int:
     parser.add_argument("--data", type=Path, required=True, help="BEAM's chats/100K folder")
     parser.add_argument("--chats", default="1-10", help="development chats to run (1-10, the default, or e.g. 1,3)")
     parser.add_argument("--workdir", type=Path, default=None, help="keep the homes here")
+    parser.add_argument("--deep", action="store_true", help="also ask in sessions with deep recall (the deep extra)")
     args = parser.parse_args()
     chats = _chats(args.chats)
     with tempfile.TemporaryDirectory() as scratch:
         workdir = args.workdir or Path(scratch)
-        print(json.dumps(bench(args.data, chats, workdir / f"run-{int(time.time())}")))
+        print(json.dumps(bench(args.data, chats, workdir / f"run-{int(time.time())}", args.deep)))
     return 0
 
 
