@@ -18,12 +18,15 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from archive import _percentile
 from mnemo import AgentMemory, RecalledMessage
 from mnemo.graph.extraction import source_messages
 from mnemo.scope import Scope
 from mnemo.storage import open_archive, open_graph
+
+Q = TypeVar("Q")
 
 DOORS = ("per-turn context", "recall()", "session_search")
 DEEP_DOORS = ("per-turn context (recall_deep)", "recall(deep=True)")
@@ -240,6 +243,21 @@ def ask(memory: AgentMemory, record: Conversation, question: str, *, deep: bool 
     if not deep:
         doors["session_search"] = search_turns(record, memory.handle_tool_call("session_search", {"query": question}))
     return Shown(doors, chars, ms, recall_ms)
+
+
+def ask_all(
+    home: Path, record: Conversation, questions: Iterable[tuple[str, Q]], *, deep: bool, timed: Timed
+) -> Iterator[tuple[bool, Q, Shown]]:
+    """Each ``(question, item)`` asked (:func:`ask`) in a new session of ``record``'s user, and with ``deep``
+    again in one opened with ``recall_deep=True``; yields ``(deep, item, shown)`` and times each in ``timed``."""
+    questions = list(questions)
+    for deeply in (False, True) if deep else (False,):
+        session = f"{record.user}-questions{'-deep' if deeply else ''}"
+        with AgentMemory.open(session, home=home, user_id=record.user, recall_deep=deeply) as memory:
+            for question, item in questions:
+                shown = ask(memory, record, question, deep=deeply)
+                timed.add(shown, deeply)
+                yield deeply, item, shown
 
 
 @dataclass

@@ -32,9 +32,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _reach import DEEP_DOORS, DOORS, Door, Message, Timed, ask, exchanges, feed  # noqa: E402
+from _reach import DEEP_DOORS, DOORS, Door, Message, Timed, ask_all, exchanges, feed  # noqa: E402
 from archive import _percentile, _table  # noqa: E402
-from mnemo import AgentMemory  # noqa: E402
 
 DEV_CHATS = range(1, 11)
 _MARKER = re.compile(r"\s*->->\s*\d+\s*,\s*\d+\s*$")
@@ -110,20 +109,16 @@ def bench(data: Path, chats: list[int], workdir: Path, deep: bool = False) -> di
         home = workdir / f"chat-{number}"
         home.mkdir(parents=True, exist_ok=True)
         record, _ = feed(home, f"beam-{number}", _sessions(chat))
-        for deeply in (False, True) if deep else (False,):
-            session = f"beam-{number}-questions{'-deep' if deeply else ''}"
-            with AgentMemory.open(session, home=home, user_id=record.user, recall_deep=deeply) as memory:
-                for category, question, evidence, raw in _questions(probing):
-                    shown = ask(memory, record, question, deep=deeply)
-                    timed.add(shown, deeply)
-                    if not deeply:
-                        ask_ms.append(shown.ms)
-                        chars.append(shown.context_chars)
-                        by_category.setdefault(category, Door()).add(evidence, shown.doors["per-turn context"])
-                    for name, reached in shown.doors.items():
-                        doors[name].add(evidence, reached)
-                        if category == "knowledge_update" and (ahead := _updated_first(raw, reached)) is not None:
-                            first[name].append(float(ahead))
+        questions = [(question, (category, evidence, raw)) for category, question, evidence, raw in _questions(probing)]
+        for deeply, (category, evidence, raw), shown in ask_all(home, record, questions, deep=deep, timed=timed):
+            if not deeply:
+                ask_ms.append(shown.ms)
+                chars.append(shown.context_chars)
+                by_category.setdefault(category, Door()).add(evidence, shown.doors["per-turn context"])
+            for name, reached in shown.doors.items():
+                doors[name].add(evidence, reached)
+                if category == "knowledge_update" and (ahead := _updated_first(raw, reached)) is not None:
+                    first[name].append(float(ahead))
         print(f"chat {number}: fed and asked ({time.perf_counter() - started:.0f} s)", flush=True)
 
     def share(values: list[float]) -> str:

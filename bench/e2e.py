@@ -48,7 +48,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _reach import DEEP_DOORS, DOORS, Door, Message, Timed, ask, exchanges, feed  # noqa: E402
+from _reach import DEEP_DOORS, DOORS, Door, Message, Timed, ask_all, exchanges, feed  # noqa: E402
 from archive import Synth, _percentile, _scored_questions, _sessions, _table  # noqa: E402
 from mnemo import AgentMemory  # noqa: E402
 from mnemo.embeddings import MiniLMEmbedder  # noqa: E402
@@ -88,17 +88,13 @@ def bench_quality(path: Path, workdir: Path, conversations: int | None, deep: bo
     for sample in samples:
         record, fed_ms = feed(home, *_conversation(sample))
         turn_ms += fed_ms
-        for deeply in (False, True) if deep else (False,):
-            session = f"{record.user}-questions{'-deep' if deeply else ''}"
-            with AgentMemory.open(session, home=home, user_id=record.user, recall_deep=deeply) as memory:
-                for _category, evidence, question, _qa in _scored_questions(sample):
-                    shown = ask(memory, record, question, deep=deeply)
-                    timed.add(shown, deeply)
-                    if not deeply:
-                        ask_ms.append(shown.ms)
-                        chars.append(shown.context_chars)
-                    for name, reached in shown.doors.items():
-                        doors[name].add(set(evidence), reached)
+        questions = [(question, evidence) for _category, evidence, question, _qa in _scored_questions(sample)]
+        for deeply, evidence, shown in ask_all(home, record, questions, deep=deep, timed=timed):
+            if not deeply:
+                ask_ms.append(shown.ms)
+                chars.append(shown.context_chars)
+            for name, reached in shown.doors.items():
+                doors[name].add(set(evidence), reached)
     rows = [[name, f"{statistics.fmean(d.any):.3f}", f"{statistics.fmean(d.all):.3f}"] for name, d in doors.items()]
     print(
         f"\n{len(doors['recall()'].any)} questions, {len(samples)} conversations, {time.perf_counter() - started:.0f} s"

@@ -71,7 +71,9 @@ class CrossEncoder:
     def __init__(self, *, threads: int | None = None) -> None:
         """``threads`` caps onnxruntime's intra-op threads (default: the CPU count, at most 2)."""
         self._threads = threads if threads is not None else max(1, min(2, os.cpu_count() or 1))
+        # Two locks: a turn that only looks at the worker's futures must never wait behind a load.
         self._lock = threading.Lock()
+        self._load_lock = threading.Lock()
         self._session: Any = None
         self._tokenizer: WordPieceTokenizer | None = None
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mnemo-rerank")
@@ -86,7 +88,7 @@ class CrossEncoder:
     def load(self) -> None:
         """Load the model now (a fraction of a second, once); :class:`CrossEncoderMissing` if not installed."""
         if self._session is None:
-            with self._lock:
+            with self._load_lock:
                 if self._session is None:
                     path = model_path()
                     self._tokenizer = WordPieceTokenizer.bert_uncased(max_length=PAIR_TOKENS)
