@@ -165,3 +165,21 @@ def shared_cross_encoder() -> CrossEncoder:
         if _shared is None:
             _shared = CrossEncoder()
         return _shared
+
+
+_inherited: list[CrossEncoder] = []
+
+
+def _forget_after_fork() -> None:
+    # A forked child has none of the parent's threads: the worker would never run what is handed to it, and
+    # freeing the inherited onnxruntime session would wait for its pool. Kept referenced, never used; the
+    # child loads its own.
+    global _shared, _shared_lock
+    if _shared is not None:
+        _inherited.append(_shared)
+        _shared = None
+    _shared_lock = threading.Lock()  # a parent thread may have held it at the fork
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_after_fork)
