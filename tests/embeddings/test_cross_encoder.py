@@ -6,9 +6,9 @@ import os
 
 import numpy as np
 import pytest
-from support.forking import in_forked_child
 
 from mnemo.embeddings.cross_encoder import PAIR_TOKENS, CrossEncoder, shared_cross_encoder
+from support.forking import in_forked_child
 
 QUESTION = "Where does Anna live?"
 PASSAGES = ["I had pasta for lunch today.", "Anna moved to Boston last spring.", "Lisbon is sunny in May."]
