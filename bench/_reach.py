@@ -12,13 +12,14 @@ words with it).
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from archive import _percentile
 from mnemo import AgentMemory, RecalledMessage
@@ -218,12 +219,14 @@ class Door:
 
 @dataclass(frozen=True)
 class Shown:
-    """The turns each door showed for one question, in the order shown; and the context block's size."""
+    """The turns each door showed for one question, in the order shown; the context block's size; how long
+    ``prepare_messages`` (``ms``) and ``recall`` (``recall_ms``) took; and whether deep recall was asked."""
 
     doors: dict[str, list[str]]
     context_chars: int
     ms: float
     recall_ms: float
+    deep: bool
 
 
 def ask(memory: AgentMemory, record: Conversation, question: str, *, deep: bool = False) -> Shown:
@@ -242,40 +245,61 @@ def ask(memory: AgentMemory, record: Conversation, question: str, *, deep: bool 
     doors = {context: context_turns(record, block), recall: recall_turns(record, recalled)}
     if not deep:
         doors["session_search"] = search_turns(record, memory.handle_tool_call("session_search", {"query": question}))
-    return Shown(doors, chars, ms, recall_ms)
+    return Shown(doors, chars, ms, recall_ms, deep)
+
+
+def deep_options(parser: argparse.ArgumentParser) -> None:
+    """The benches' ``--deep`` and ``--deep-ms``; :func:`deep_settings` reads them."""
+    parser.add_argument("--deep", action="store_true", help="also ask in sessions with deep recall (the deep extra)")
+    parser.add_argument("--deep-ms", type=int, default=None, help="deep recall's deadline (default: the setting's)")
+
+
+def deep_settings(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The settings of the sessions asked with deep recall (``None``: not asked)."""
+    if not args.deep:
+        return None
+    return {"recall_deep": True} | ({"recall_deep_ms": args.deep_ms} if args.deep_ms else {})
 
 
 def ask_all(
-    home: Path, record: Conversation, questions: Iterable[tuple[str, Q]], *, deep: bool, timed: Timed
-) -> Iterator[tuple[bool, Q, Shown]]:
+    home: Path, record: Conversation, questions: Iterable[tuple[str, Q]], *, deep: dict[str, Any] | None = None
+) -> Iterator[tuple[Q, Shown]]:
     """Each ``(question, item)`` asked (:func:`ask`) in a new session of ``record``'s user, and with ``deep``
-    again in one opened with ``recall_deep=True``; yields ``(deep, item, shown)`` and times each in ``timed``."""
+    (:func:`deep_settings`) again in one opened with those settings; yields ``(item, shown)``."""
     questions = list(questions)
-    for deeply in (False, True) if deep else (False,):
+    for settings in ({}, deep) if deep is not None else ({},):
+        deeply = bool(settings)
         session = f"{record.user}-questions{'-deep' if deeply else ''}"
-        with AgentMemory.open(session, home=home, user_id=record.user, recall_deep=deeply) as memory:
+        with AgentMemory.open(session, home=home, user_id=record.user, **settings) as memory:
             for question, item in questions:
-                shown = ask(memory, record, question, deep=deeply)
-                timed.add(shown, deeply)
-                yield deeply, item, shown
+                yield item, ask(memory, record, question, deep=deeply)
 
 
 @dataclass
-class Timed:
-    """The time of each timed call per question, with and without deep recall, for the bench's speed table."""
+class Tally:
+    """What the questions of a run reached, door by door, and what asking them cost: ``ms`` and ``chars`` per
+    question in the plain sessions, and each timed call's times (``calls``), deep ones included."""
 
+    doors: dict[str, Door] = field(default_factory=lambda: {name: Door() for name in DOORS})
+    ms: list[float] = field(default_factory=list)
+    chars: list[int] = field(default_factory=list)
     calls: dict[str, list[float]] = field(default_factory=dict)
 
-    def add(self, shown: Shown, deep: bool) -> None:
-        context, recall = ("prepare_messages (recall_deep)", "recall(deep=True)") if deep else ("", "recall()")
-        if context:
-            self.calls.setdefault(context, []).append(shown.ms)
-        self.calls.setdefault(recall, []).append(shown.recall_ms)
+    def add(self, evidence: set[str], shown: Shown) -> None:
+        if shown.deep:
+            self.calls.setdefault("prepare_messages (recall_deep)", []).append(shown.ms)
+        else:
+            self.ms.append(shown.ms)
+            self.chars.append(shown.context_chars)
+        self.calls.setdefault("recall(deep=True)" if shown.deep else "recall()", []).append(shown.recall_ms)
+        for name, reached in shown.doors.items():
+            self.doors.setdefault(name, Door()).add(evidence, reached)
 
-    def rows(self) -> list[list[str]]:
+    def call_rows(self) -> list[list[str]]:
+        """``[call, p50 ms, p95 ms]`` per timed call, for the speed table."""
         return [[name, f"{_percentile(ms, 50):.1f}", f"{_percentile(ms, 95):.1f}"] for name, ms in self.calls.items()]
 
-    def summary(self) -> dict[str, float]:
+    def call_summary(self) -> dict[str, float]:
         """``{call}_ms_p50`` / ``_p95`` for the JSON line."""
         return {
             f"{_key(name)}_ms_p{q}": round(_percentile(ms, q), 2) for name, ms in self.calls.items() for q in (50, 95)

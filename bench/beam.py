@@ -1,6 +1,6 @@
 """What reaches the model in long technical conversations (BEAM), fed through the README's own agent loop.
 
-    python bench/beam.py --data PATH/TO/BEAM/chats/100K [--chats 1-10] [--workdir DIR]
+    python bench/beam.py --data PATH/TO/BEAM/chats/100K [--chats 1-10] [--workdir DIR] [--deep [--deep-ms MS]]
 
 BEAM (github:mohammadtavakoli78/BEAM; no licence, so it is not in this repository: the bench takes its path)
 holds coding and project conversations of ~290 messages of ~1.2 KB each, and probing questions naming the
@@ -32,7 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _reach import DEEP_DOORS, DOORS, Door, Message, Timed, ask_all, exchanges, feed  # noqa: E402
+from _reach import Door, Message, Tally, ask_all, deep_options, deep_settings, exchanges, feed  # noqa: E402
 from archive import _percentile, _table  # noqa: E402
 
 DEV_CHATS = range(1, 11)
@@ -93,14 +93,10 @@ def _updated_first(raw: dict, shown: list[str]) -> bool | None:
     return first_original is None or first_update < first_original
 
 
-def bench(data: Path, chats: list[int], workdir: Path, deep: bool = False) -> dict:
-    names = DOORS + (DEEP_DOORS if deep else ())
-    doors = {name: Door() for name in names}
+def bench(data: Path, chats: list[int], workdir: Path, deep: dict | None = None) -> dict:
+    tally = Tally()
     by_category: dict[str, Door] = {}
-    first: dict[str, list[float]] = {name: [] for name in names}
-    ask_ms: list[float] = []
-    chars: list[int] = []
-    timed = Timed()
+    first: dict[str, list[float]] = {}
     started = time.perf_counter()
     for number in chats:
         folder = data / str(number)
@@ -110,39 +106,37 @@ def bench(data: Path, chats: list[int], workdir: Path, deep: bool = False) -> di
         home.mkdir(parents=True, exist_ok=True)
         record, _ = feed(home, f"beam-{number}", _sessions(chat))
         questions = [(question, (category, evidence, raw)) for category, question, evidence, raw in _questions(probing)]
-        for deeply, (category, evidence, raw), shown in ask_all(home, record, questions, deep=deep, timed=timed):
-            if not deeply:
-                ask_ms.append(shown.ms)
-                chars.append(shown.context_chars)
-                by_category.setdefault(category, Door()).add(evidence, shown.doors["per-turn context"])
+        for (category, evidence, raw), shown in ask_all(home, record, questions, deep=deep):
+            tally.add(evidence, shown)
             for name, reached in shown.doors.items():
-                doors[name].add(evidence, reached)
                 if category == "knowledge_update" and (ahead := _updated_first(raw, reached)) is not None:
-                    first[name].append(float(ahead))
+                    first.setdefault(name, []).append(float(ahead))
+            if not shown.deep:
+                by_category.setdefault(category, Door()).add(evidence, shown.doors["per-turn context"])
         print(f"chat {number}: fed and asked ({time.perf_counter() - started:.0f} s)", flush=True)
 
     def share(values: list[float]) -> str:
         return f"{statistics.fmean(values):.3f} ({len(values)})" if values else "-"
 
-    print(f"\n{len(ask_ms)} questions, {len(chats)} chats, {time.perf_counter() - started:.0f} s")
+    print(f"\n{len(tally.ms)} questions, {len(chats)} chats, {time.perf_counter() - started:.0f} s")
     _table(
-        [[name, f"{statistics.fmean(d.any):.3f}", f"{statistics.fmean(d.all):.3f}", share(first[name])] for name, d in doors.items()],
+        [[name, f"{statistics.fmean(d.any):.3f}", f"{statistics.fmean(d.all):.3f}", share(first.get(name, []))] for name, d in tally.doors.items()],
         ["door", "evidence reached (any)", "(all)", "updated first (questions)"],
     )  # fmt: skip
     _table(
         [[category, str(len(d.any)), f"{statistics.fmean(d.any):.3f}", f"{statistics.fmean(d.all):.3f}"] for category, d in sorted(by_category.items())],
         ["category (per-turn context)", "questions", "any", "all"],
     )  # fmt: skip
-    print(f"prepare_messages per question p50 / p95 {_percentile(ask_ms, 50):.1f} / {_percentile(ask_ms, 95):.1f} ms; "
-          f"recalled characters mean {statistics.fmean(chars):.0f}, max {max(chars)}")  # fmt: skip
-    _table(timed.rows(), ["call", "p50 ms", "p95 ms"])
+    print(f"prepare_messages per question p50 / p95 {_percentile(tally.ms, 50):.1f} / {_percentile(tally.ms, 95):.1f} ms; "
+          f"recalled characters mean {statistics.fmean(tally.chars):.0f}, max {max(tally.chars)}")  # fmt: skip
+    _table(tally.call_rows(), ["call", "p50 ms", "p95 ms"])
     result = {
         f"{name}_{kind}": round(statistics.fmean(getattr(d, kind)), 3)
-        for name, d in doors.items()
+        for name, d in tally.doors.items()
         for kind in ("any", "all")
     }
     result |= {f"{name}_updated_first": round(statistics.fmean(v), 3) for name, v in first.items() if v}
-    return result | {"questions": len(ask_ms), "ask_ms_p50": round(_percentile(ask_ms, 50), 2)} | timed.summary()
+    return result | {"questions": len(tally.ms), "ask_ms_p50": round(_percentile(tally.ms, 50), 2)} | tally.call_summary()
 
 
 def main() -> int:
@@ -150,12 +144,12 @@ def main() -> int:
     parser.add_argument("--data", type=Path, required=True, help="BEAM's chats/100K folder")
     parser.add_argument("--chats", default="1-10", help="development chats to run (1-10, the default, or e.g. 1,3)")
     parser.add_argument("--workdir", type=Path, default=None, help="keep the homes here")
-    parser.add_argument("--deep", action="store_true", help="also ask in sessions with deep recall (the deep extra)")
+    deep_options(parser)
     args = parser.parse_args()
     chats = _chats(args.chats)
     with tempfile.TemporaryDirectory() as scratch:
         workdir = args.workdir or Path(scratch)
-        print(json.dumps(bench(args.data, chats, workdir / f"run-{int(time.time())}", args.deep)))
+        print(json.dumps(bench(args.data, chats, workdir / f"run-{int(time.time())}", deep_settings(args))))
     return 0
 
 

@@ -17,8 +17,8 @@ turns:
 - **session_search**: the tool called with the question, as a model that thinks to call it would.
 
 With ``--deep`` (the ``deep`` extra installed), every question is asked again in a session opened with
-``recall_deep=True``: its per-turn context and ``recall(question, deep=True)`` are two more doors, and both
-calls are timed.
+``recall_deep=True`` (``--deep-ms`` sets its deadline): its per-turn context and ``recall(question, deep=True)``
+are two more doors, and both calls are timed.
 
 An evidence turn counts as reached when what is shown overlaps its text: an archived message's passage that
 covers at least part of that turn, or a memory extracted from the message holding it (credited to the turn
@@ -48,7 +48,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _reach import DEEP_DOORS, DOORS, Door, Message, Timed, ask_all, exchanges, feed  # noqa: E402
+from _reach import Message, Tally, ask_all, deep_options, deep_settings, exchanges, feed  # noqa: E402
 from archive import Synth, _percentile, _scored_questions, _sessions, _table  # noqa: E402
 from mnemo import AgentMemory  # noqa: E402
 from mnemo.embeddings import MiniLMEmbedder  # noqa: E402
@@ -75,26 +75,20 @@ def _conversation(sample: dict) -> tuple[str, list[tuple[str, list[tuple[Message
     return user, sessions
 
 
-def bench_quality(path: Path, workdir: Path, conversations: int | None, deep: bool = False) -> dict:
+def bench_quality(path: Path, workdir: Path, conversations: int | None, deep: dict | None = None) -> dict:
     samples = json.loads(path.read_text(encoding="utf-8"))[:conversations]
     home = workdir / "locomo-home"
     home.mkdir(parents=True, exist_ok=True)
-    doors = {name: Door() for name in DOORS + (DEEP_DOORS if deep else ())}
+    tally = Tally()
     turn_ms: list[float] = []
-    ask_ms: list[float] = []
-    chars: list[int] = []
-    timed = Timed()
     started = time.perf_counter()
     for sample in samples:
         record, fed_ms = feed(home, *_conversation(sample))
         turn_ms += fed_ms
         questions = [(question, evidence) for _category, evidence, question, _qa in _scored_questions(sample)]
-        for deeply, evidence, shown in ask_all(home, record, questions, deep=deep, timed=timed):
-            if not deeply:
-                ask_ms.append(shown.ms)
-                chars.append(shown.context_chars)
-            for name, reached in shown.doors.items():
-                doors[name].add(set(evidence), reached)
+        for evidence, shown in ask_all(home, record, questions, deep=deep):
+            tally.add(set(evidence), shown)
+    doors, ask_ms, chars = tally.doors, tally.ms, tally.chars
     rows = [[name, f"{statistics.fmean(d.any):.3f}", f"{statistics.fmean(d.all):.3f}"] for name, d in doors.items()]
     print(
         f"\n{len(doors['recall()'].any)} questions, {len(samples)} conversations, {time.perf_counter() - started:.0f} s"
@@ -104,7 +98,7 @@ def bench_quality(path: Path, workdir: Path, conversations: int | None, deep: bo
         ["prepare_messages while feeding", f"{_percentile(turn_ms, 50):.1f}", f"{_percentile(turn_ms, 95):.1f}"],
         ["prepare_messages per question", f"{_percentile(ask_ms, 50):.1f}", f"{_percentile(ask_ms, 95):.1f}"],
     ]
-    _table(speed + timed.rows(), ["call", "p50 ms", "p95 ms"])
+    _table(speed + tally.call_rows(), ["call", "p50 ms", "p95 ms"])
     print(
         f"recalled characters per question (the lines graph_context_chars bounds; the fence adds ~190): mean {statistics.fmean(chars):.0f}, p95 {_percentile(chars, 95):.0f}, max {max(chars)}"
     )
@@ -119,7 +113,7 @@ def bench_quality(path: Path, workdir: Path, conversations: int | None, deep: bo
         "ask_ms_p50": round(_percentile(ask_ms, 50), 2), "ask_ms_p95": round(_percentile(ask_ms, 95), 2),
         "context_chars_mean": round(statistics.fmean(chars)), "context_chars_max": max(chars),
     }  # fmt: skip
-    return result | timed.summary()
+    return result | tally.call_summary()
 
 
 SCALE_USER = "scale"
@@ -199,7 +193,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, help="LoCoMo JSON (../shared/data/locomo/locomo_dev.json)")
     parser.add_argument("--conversations", type=int, default=None, help="only the first N conversations")
-    parser.add_argument("--deep", action="store_true", help="also ask in sessions with deep recall (the deep extra)")
+    deep_options(parser)
     parser.add_argument(
         "--scale-messages", type=int, default=0, help="also time a home with this many archived messages"
     )
@@ -211,7 +205,7 @@ def main() -> int:
         workdir = args.workdir or Path(scratch)
         result: dict = {}
         if args.data:
-            result |= bench_quality(args.data, workdir / f"run-{int(time.time())}", args.conversations, args.deep)
+            result |= bench_quality(args.data, workdir / f"run-{int(time.time())}", args.conversations, deep_settings(args))
         if args.scale_messages:
             result |= bench_scale(workdir, args.scale_messages, args.scale_memories, args.scale_questions)
     print(json.dumps(result))

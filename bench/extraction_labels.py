@@ -47,14 +47,21 @@ Extract = Callable[[list[dict]], list]
 
 
 def _baseline(ref: str, workdir: Path) -> ModuleType:
-    """The extractor as it is at ``ref``, imported from a temporary file (its relative import made absolute)."""
+    """The extractor as it is at ``ref`` (its rules and its patterns), imported from temporary files (their
+    relative imports made absolute)."""
+    _from_git(ref, "extract_patterns", workdir)
+    return _from_git(ref, "extract_rules", workdir)
+
+
+def _from_git(ref: str, name: str, workdir: Path) -> ModuleType:
     source = subprocess.run(
-        ["git", "show", f"{ref}:src/mnemo/graph/extract_rules.py"], cwd=ROOT, check=True, capture_output=True,
-        text=True,
-    ).stdout  # fmt: skip
-    path = workdir / "extract_rules_baseline.py"
-    path.write_text(source.replace("from .types import", "from mnemo.graph.types import"), encoding="utf-8")
-    spec = importlib.util.spec_from_file_location("extract_rules_baseline", path)
+        ["git", "show", f"{ref}:src/mnemo/graph/{name}.py"], cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout
+    source = source.replace("from .types import", "from mnemo.graph.types import")
+    source = source.replace("from .extract_patterns import", "from extract_patterns_baseline import")
+    path = workdir / f"{name}_baseline.py"
+    path.write_text(source, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(f"{name}_baseline", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up while the class is built

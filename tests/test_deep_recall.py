@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mnemo import AgentMemory, CrossEncoderMissing, load_settings, recollection
+from mnemo import AgentMemory, CrossEncoderMissing, deep_recall, load_settings
 from mnemo.embeddings import cross_encoder
 from mnemo.tools.graph import RECALL_TOOL_SCHEMA
 
@@ -40,7 +40,7 @@ def no_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (package / "__init__.py").write_text("")
     monkeypatch.syspath_prepend(str(package.parent))
     monkeypatch.setattr(cross_encoder, "_shared", None)
-    monkeypatch.setattr(recollection, "_told_missing", threading.Event())
+    monkeypatch.setattr(deep_recall, "_told_missing", threading.Event())
 
 
 def test_deep_recall_moves_the_passage_that_answers_above_ones_that_only_share_words(tmp_path: Path) -> None:
@@ -112,7 +112,7 @@ def test_the_recall_deep_setting_without_the_model_logs_once_and_recalls_as_befo
     with AgentMemory.open("s1", home=tmp_path, user_id="ada", recall_deep=True, **FAST) as memory:
         _remember_all(memory)
         cross_encoder.shared_cross_encoder().preload().exception(timeout=30)
-        with caplog.at_level(logging.WARNING, logger="mnemo.recollection"):
+        with caplog.at_level(logging.WARNING, logger="mnemo.deep_recall"):
             contexts = [_context(memory, QUESTION) for _ in range(2)]
     assert all("Boston" in context for context in contexts)
     assert sum("mnemo-local[deep]" in record.getMessage() for record in caplog.records) == 1

@@ -239,3 +239,15 @@ def test_a_session_whose_process_was_killed_is_extracted_on_the_next_open(tmp_pa
     with AgentMemory.open("next", home=tmp_path, user_id="ada", **FAST) as memory:
         graph = memory._graph()
         assert _wait_for(lambda: any("sailing" in m.content for m in graph.memories()))
+
+
+def test_recall_puts_the_newer_of_two_disagreeing_messages_first_and_keeps_the_earlier(tmp_path: Path) -> None:
+    # Questions, so extraction keeps no memory and what recall ranks is the two archived messages.
+    _say(tmp_path, "first", ("Why does the backup job on the NAS start at 2am every night?", "Cron."))
+    time.sleep(1.1)
+    _say(tmp_path, "second", ("Why does the backup job on the NAS start at 4am every night now?", "Cron."))
+    with AgentMemory.open("third", home=tmp_path, user_id="ada", **FAST) as memory:
+        found = [item.passage for item in memory.recall("backup job NAS 2am") if isinstance(item, RecalledMessage)]
+        searched = memory.search_sessions("backup 2am")
+    assert [("4am" in passage, "2am" in passage) for passage in found[:2]] == [(True, False), (False, True)]
+    assert "first" in [hits.root.id for hits in searched]  # the earlier one is still found by search

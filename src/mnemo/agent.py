@@ -16,6 +16,9 @@ event to one call (see the agent-loop contract in the architecture notes)::
 The session archive and the memory graph are providers like any other; they are registered first
 unless disabled in the settings. Every write is stamped with its provenance; after untrusted content the
 model's writes wait for the user's review (``review_list`` / ``review_approve``: see :mod:`mnemo.review`).
+
+Why one module past 600 lines: it is the agent-loop contract, one method per agent event sharing one
+session's state and lock; the typed API (:mod:`mnemo.agent_api`) and the tools already live apart.
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ from .providers.registry import message_text
 from .review import curated_payload
 from .safety import build_memory_context_block, inject_memory_context, render_sections, scan
 from .safety.scan import finding_labels
+from .safety.warm import preload as preload_safety
 from .storage import open_curated
 from .taint import TaintTracker
 from .tools._json import failure, refusal, unavailable_result
@@ -111,6 +115,7 @@ class AgentMemory(TypedMemoryAPI):
         if settings is not None and overrides:
             raise InvalidArgument("settings", "give either a Settings object or keyword settings, not both")
         self.settings = settings if settings is not None else load_settings(home, **overrides)
+        preload_safety()  # the session will scan and fence text soon: compile the patterns while it opens
         self.store = open_curated(self.settings)
         self.registry = ProviderRegistry(
             enrich_timeout=self.settings.enrich_timeout,
@@ -204,8 +209,10 @@ class AgentMemory(TypedMemoryAPI):
             # Every provider serves this session's scope: a table cannot move one to another user's memory
             # (a gateway opening one AgentMemory per user must not find them all under one provider peer).
             # The home too: where a provider keeps files of its own (Mem0's local store).
-            scope = {**self.settings.scope.as_dict(), "home": str(self.settings.home)}
-            configs = {name: {**config, **scope} if isinstance(config, dict) else config for name, config in configs.items()}
+            session = {**self.settings.scope.as_dict(), "home": str(self.settings.home)}
+            configs = {
+                name: {**config, **session} if isinstance(config, dict) else config for name, config in configs.items()
+            }
             self.registry.initialize_all(session_key, configs)
             self._take_stock()
             self._count_awaiting_review()

@@ -140,3 +140,28 @@ def test_a_session_start_runs_a_due_pass_once(tmp_path):
     conn.close()
     with AgentMemory.open("three", home, maintenance_interval_hours=0, **options) as memory:
         assert isinstance(memory.registry.providers[0], GraphProvider)
+
+
+def test_a_fact_a_later_correction_disputes_is_left_out_of_the_bulletin(graph, clock):
+    from mnemo.graph.extraction import extract_messages
+
+    extract_messages(graph, "s1", [{"role": "user", "content": "Our staging DB is Postgres 15 on port 5433."}])
+    clock.advance(3600)
+    extract_messages(graph, "s2", [{"role": "user", "content": "Correction: staging moved to port 6543."}])
+    text = render_bulletin(graph)
+    assert "port 6543" in text and "5433" not in text
+
+
+def test_a_near_copy_of_a_line_is_shown_once(graph, clock):
+    graph.remember("Team decided to move CI from Jenkins to GitHub Actions in March", "decision")
+    clock.advance(60)
+    graph.remember("we decided to move CI from Jenkins to GitHub Actions in March.", "decision")
+    assert render_bulletin(graph).count("GitHub Actions") == 1
+
+
+def test_two_lines_that_differ_in_a_value_are_both_shown(graph, clock):
+    graph.remember("The reef survey covers 12 sites", "fact")
+    clock.advance(60)
+    graph.remember("The reef survey covers 14 sites this season", "fact")
+    text = render_bulletin(graph)
+    assert "12 sites" in text and "14 sites" in text

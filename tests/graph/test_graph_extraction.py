@@ -149,3 +149,20 @@ def test_the_provider_extracts_at_session_end_what_compression_did_not(tmp_path)
         assert sorted(m.type for m in provider.graph.memories()) == [MemoryType.DECISION, MemoryType.PREFERENCE]
     finally:
         provider.shutdown()
+
+
+def test_a_correction_said_later_disputes_the_earlier_fact_and_ranks_above_it(graph, clock):
+    extract_messages(graph, "s1", [{"role": "user", "content": "Our staging DB is Postgres 15 on port 5433."}])
+    clock.advance(3600)
+    report = extract_messages(graph, "s2", [{"role": "user", "content": "Correction: staging moved to port 6543."}])
+    assert [m.content for m in report.memories] == ["staging moved to port 6543."]
+    found = graph.recall("staging port")
+    assert [r.memory.content for r in found][:2] == ["staging moved to port 6543.", "Our staging DB is Postgres 15 on port 5433."]
+    assert found[1].status == "disputed"
+
+
+def test_a_statement_about_another_subject_is_not_taken_for_a_correction(graph, clock):
+    extract_messages(graph, "s1", [{"role": "user", "content": "Our staging DB is Postgres 15 on port 5433."}])
+    clock.advance(3600)
+    extract_messages(graph, "s2", [{"role": "user", "content": "Our billing service runs 3 workers."}])
+    assert all(r.status is None for r in graph.recall("staging billing"))

@@ -8,8 +8,9 @@ other line, so they always make it unless pinned memories alone overflow the bud
 Same store, same bytes: the render reads only what a memory says, its type, pin, importance and creation
 date, never access times or counts (which every recall changes), so two sessions with no write in between
 get the same prompt and prompt caching holds; a change to a memory that does not make the cut changes
-nothing. Superseded, forgotten and disputed memories (a newer one contradicts them) are left out, and every
-line is threat-scanned: a flagged memory never reaches the prompt.
+nothing. Superseded, forgotten and disputed memories (a newer one contradicts them) are left out, and so is
+a near-copy of a line listed above it in its section (:func:`~.newer.repeats`); every line is
+threat-scanned: a flagged memory never reaches the prompt.
 
 Optionally a configured model condenses the render (:func:`synthesize_bulletin`), only during a maintenance
 pass; the digest is cached under the hash of the render it was made from, so a session uses it only while the
@@ -28,7 +29,9 @@ from .._time import iso
 from ..errors import MnemoError
 from ..safety.fence import sanitize_context
 from ..safety.scan import scan
+from .maintenance import conflict
 from .migrate_curated import CURATED_PREFIX
+from .newer import repeats, topic_words
 from .schema import SCOPE_CLAUSE, SELECT_MEMORY, meta_key, row_to_memory, scope_params
 from .types import Memory, MemoryType
 
@@ -121,16 +124,25 @@ def _lines(graph: MemoryGraph, kinds: tuple[MemoryType, ...]) -> list[tuple[bool
     if len(kinds) > 1:
         memories.sort(key=lambda m: (not m.pinned, -m.importance, -m.created_at, m.id))
     found: list[tuple[bool, str]] = []
-    seen: set[str] = set()
+    seen: list[tuple[frozenset[str], str]] = []
     for memory in memories:
         if memory.superseded:
             continue
-        line = _line(memory, dated=recency_first)
-        if line in seen:
+        line = _line(memory, dated=recency_first)  # an event's date is part of what it says
+        words = topic_words(line)
+        if any(_repeated(line, words, text, other) for other, text in seen):
             continue
-        seen.add(line)
+        seen.append((words, line))
         found.append((memory.pinned, line))
     return found
+
+
+def _repeated(text: str, words: frozenset[str], shown: str, shown_words: frozenset[str]) -> bool:
+    """Whether ``text`` says nothing a line already listed does not: the same text, or a near-copy of it
+    (see :func:`~.newer.repeats`) with no other value in it."""
+    if " ".join(text.split()) == " ".join(shown.split()):
+        return True
+    return repeats(words, shown_words) and conflict(text, shown) is None
 
 
 def _line(memory: Memory, *, dated: bool) -> str:

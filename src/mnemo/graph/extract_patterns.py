@@ -74,7 +74,7 @@ OPENER = re.compile(
     r"|nice|awesome|sure|thanks|thank you|haha|lol|hmm+|ugh|so|and|but|also|btw|by the way|actually|honestly"
     r"|anyway|plus|definitely|totally|absolutely|exactly|true|right|aww+|omg|sorry|sounds (?:good|great)|fyi"
     r"|(?:please )?(?:remember|note|keep in mind|be aware)(?= that\b|:)(?: that)?|for the record|just so you know"
-    r"|heads up"
+    r"|heads up|(?:a |one |quick |small )?(?:correction|update|edit|change of plan)(?=\s*:)"
     r"|(?:as |like )?you know|(?:as |like )?i (?:said|told you))"
     r"\b[\s,!.:-]*(?:(?-i:[A-Z][a-z]+)\b[,!.]?\s+)?)+",
     re.IGNORECASE,

@@ -10,6 +10,9 @@ An extractor (:mod:`.extract_rules` by default, :mod:`.extract_llm` when a model
 - **de-duplicated**: a candidate whose text a live memory of the scope already holds is dropped;
 - **linked**: ``graph_memory_messages`` ties each new memory to its session and archive message id, so
   :func:`source_messages` can show where a recalled memory was said; its date is the message's;
+- **newer over older**: a new memory that announces a change and says something different about the
+  subject of an earlier one ("staging moved to port 6543" after "staging is on port 5433") gets a
+  ``contradicts`` edge to it, so the earlier one is shown as disputed, below it, and no longer in the bulletin;
 - **stamped**: a memory's provenance is the join of its source messages' (:func:`message_provenance`: the
   user's words are the user's; a tool's output, and what the model said after it in these messages, are
   untrusted). An untrusted candidate is not written but held for review when a ``review`` queue is given
@@ -34,10 +37,11 @@ from ..taint import tool_call_names
 from .errors import BlockedContent
 from .extract_rules import Candidate
 from .extract_rules import extract as extract_by_rules
+from .newer import changes, disagree, topic_words
 from .review import ReviewItem, ReviewQueue, WriteKind
 from .schema import scope_params
 from .store import MemoryGraph
-from .types import Memory
+from .types import Memory, Relation
 
 log = logging.getLogger("mnemo.graph")
 
@@ -145,7 +149,8 @@ def extract_messages(
     batch = [messages[i] for i in fresh]
     candidates = extractor(batch)
     items, sources, seen, held = [], [], set(), []
-    known = _live_texts(graph)
+    live = [m for m in graph.memories() if not m.superseded]
+    known = {_normal(m.content) for m in live}
     said_by = message_provenance(session_id, messages, trusted_tools)
     for candidate in candidates:
         origin = [fresh[i] for i in candidate.messages if 0 <= i < len(fresh)] or [fresh[0]]
@@ -187,6 +192,7 @@ def extract_messages(
             if _recorded(graph, [keys[i] for i in fresh], conn):
                 raise _AlreadyExtracted
             stored = graph._store_items(conn, items, "") if items else []
+            _link_disagreements(graph, conn, stored, live)
             if review is not None:
                 report.held = [review.submit(WriteKind.GRAPH, *entry, conn=conn) for entry in held]
             for memory, origin in zip(stored, sources, strict=True):
@@ -276,8 +282,24 @@ def _recorded(graph: MemoryGraph, keys: Sequence[str], conn: Any = None) -> set[
     return found
 
 
-def _live_texts(graph: MemoryGraph) -> set[str]:
-    return {_normal(m.content) for m in graph.memories() if not m.superseded}
+def _link_disagreements(graph: MemoryGraph, conn: Any, stored: Sequence[Memory], live: Sequence[Memory]) -> None:
+    """Give each new memory with a clause that announces a change (:func:`~.newer.changes`) a ``contradicts``
+    edge to every earlier one of its subject that clause says something different about: recall
+    then puts it above them and marks them disputed, and the bulletin leaves them out. The earlier memories
+    stay, and stay searchable."""
+    earlier = list(live)
+    for memory in stored:
+        changed = changes(memory.content)
+        if changed:
+            about = topic_words(f"{memory.subject} user")  # every memory of the subject names it
+            for old in earlier:
+                if (
+                    old.subject == memory.subject
+                    and old.created_at <= memory.created_at
+                    and disagree(changed, old.content, ignore=about)
+                ):
+                    graph._link(conn, memory.id, old.id, Relation.CONTRADICTS, 1.0)
+        earlier.append(memory)
 
 
 def extracted_from(graph: MemoryGraph, session_id: str) -> set[int]:

@@ -37,7 +37,8 @@ from ..graph.review import WriteKind
 from ..graph.store import SCAN_PER_RECALL, MemoryGraph
 from ..graph.types import Memory, MemoryType, Scope
 from ..provenance import OPERATOR, Origin, Provenance
-from ..recollection import DEEP_TIMEOUT, comparable, memory_line, turn_context
+from ..deep_recall import TIMEOUT as DEEP_TIMEOUT
+from ..recollection import comparable, memory_line, turn_context
 from ..review import MODEL_WRITES, WriteGate, graph_payload
 from ..storage import open_graph
 from ..tools.graph import GRAPH_TOOL_NAMES, GRAPH_TOOL_SCHEMAS, handle_graph_call

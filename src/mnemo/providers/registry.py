@@ -23,6 +23,10 @@ The agent calls the registry from its own thread; the registry decides where eac
 
 Every call into a provider is isolated: an exception is logged with the provider's name and goes no
 further.
+
+Why one module past 600 lines: every hook's dispatch shares the workers, deadlines and the
+one-late-call-at-a-time rule above; split apart, that contract would be spread over modules that must agree
+on it (the workers themselves already live in :mod:`._threads`).
 """
 
 from __future__ import annotations

@@ -13,9 +13,10 @@ the agent's tools or hides what it asks) within reach of an *act* against the us
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Iterable
+
+from .._once import once
 
 # --- building blocks --------------------------------------------------------------------------------
 
@@ -280,7 +281,7 @@ def _stretch(text: str, start: int, end: int) -> tuple[int, int]:
 
 
 # Compiled on the first search, not at import: ~180 ms that a process which never writes should not pay.
-@functools.cache
+@once
 def _compiled() -> tuple[re.Pattern[str], re.Pattern[str]]:
     """The cues' pattern and the acts' pattern."""
     return (

@@ -20,6 +20,7 @@ import re
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
+from .._once import once
 from .fold import INVISIBLE, OPEN_REFERENCE, end_of_slot, fold
 
 __all__ = [
@@ -111,7 +112,7 @@ _BEGINNING = (
 
 # The grammar above takes a process ~30 ms to compile, which one that never fences text (a CLI search, a
 # worker that only writes) should not pay: compiled on first use.
-@functools.cache
+@once
 def _sanitizer() -> tuple[re.Pattern[str], re.Pattern[str]]:
     """The sanitiser's one-pass pattern, and the much cheaper scan for a whole tag or note without which
     there is nothing to cut."""

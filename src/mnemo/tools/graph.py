@@ -18,7 +18,8 @@ from ..graph.review import ReviewItem, WriteKind
 from ..graph.store import MemoryGraph
 from ..graph.types import MemoryType, Relation
 from ..provenance import Origin
-from ..recollection import DEEP_TIMEOUT, recall_everything
+from ..deep_recall import TIMEOUT as DEEP_TIMEOUT
+from ..recollection import recall_everything
 from ..review import HELD_MESSAGE, MODEL_WRITES, WriteGate, graph_payload
 from ..safety.scan import finding_labels
 from ._json import check_required, failure, function_schema, parse_arguments, success

@@ -27,7 +27,7 @@ from ..graph.maintenance import maintenance_log
 from ..graph.review import ReviewItem, WriteKind
 from ..review import approve
 from ..scope import Scope
-from . import views
+from . import review_views, views
 from .auth import Session
 from .layout import scope_label, url
 from .workspace import Workspace
@@ -280,13 +280,13 @@ def review(request: Request) -> Response:
     queue = request.workspace.review_queue(request.scope)
     pending = queue.items(limit=REVIEW_LIMIT)
     decided = [item for item in queue.items(None, limit=REVIEW_LIMIT) if item.decided_at is not None]
-    body = views.review_queue(pending, decided[:DECIDED_SHOWN], request.session.csrf)
+    body = review_views.review_queue(pending, decided[:DECIDED_SHOWN], request.session.csrf)
     return Response(body=body, title="Review", active="/review")
 
 
 def review_item(request: Request) -> Response:
     item = request.workspace.review_queue(request.scope).get(request.param("id"))
-    return Response(body=views.review_item(item, request.session.csrf), title=f"Held write {item.id}", active="/review")
+    return Response(body=review_views.review_item(item, request.session.csrf), title=f"Held write {item.id}", active="/review")
 
 
 # -- writes ---------------------------------------------------------------------------------------------

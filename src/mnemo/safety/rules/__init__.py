@@ -8,8 +8,7 @@ backtrack for long.
 
 from __future__ import annotations
 
-import functools
-
+from ..._once import once
 from . import exfiltration, html, injection
 from .rule import Rule, RuleSpec, compile_pattern
 
@@ -23,7 +22,7 @@ RULES: tuple[RuleSpec, ...] = (*injection.RULES, *exfiltration.RULES, *html.RULE
 # Patterns run case-sensitively on lower-cased text: the same matches as ``re.IGNORECASE``, in about
 # two thirds of the time. Compiled on the first scan, not at import: ~40 ms that a process which never
 # writes (a search, a recall) should not pay.
-@functools.cache
+@once
 def compiled() -> tuple[Rule, ...]:
     """The rules, compiled; those whose matches open with known literals are tried only where these occur
     (see :mod:`.openings`)."""

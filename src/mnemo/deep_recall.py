@@ -1,0 +1,70 @@
+"""Deep recall's second stage: recall's best candidates read again by a local cross-encoder, within a deadline.
+
+The first ranking (:func:`mnemo.recollection.recall_everything`) scores each candidate on its own; the
+cross-encoder (:mod:`mnemo.embeddings.cross_encoder`) reads the query and a candidate together, which tells
+an answer from a passage that only repeats the question's words. Its order is fused with the first one
+(:func:`reranked`) rather than replacing it: the first ranking holds what only dates and names tie to a
+question, which the cross-encoder misses. When the cross-encoder has not answered by the deadline, or its
+model is still loading, the first ranking stands.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from .embeddings.cross_encoder import CrossEncoderMissing, shared_cross_encoder
+
+log = logging.getLogger("mnemo.deep_recall")
+
+POOL = 20
+"""How many of the first ranking's best the cross-encoder reads."""
+TIMEOUT = 0.3
+"""How long deep recall waits for the cross-encoder, in seconds, before keeping the first ranking."""
+READ_CHARS = 120
+"""The most of one archived message the cross-encoder reads: the window of the message that best matches
+the query (recall itself shows a shorter one)."""
+# Fusion: 1/(k + rank) from each ranking; a small k lets a confident cross-encoder move an item further.
+_K = 5
+
+T = TypeVar("T")
+
+
+def reranked(
+    found: Sequence[T], query: str, timeout: float, read: Callable[[T], str], *, wait_for_model: bool = True
+) -> list[T]:
+    """``found`` (best first) with its first :data:`POOL` reordered by ``1/(k + rank) + 1/(k + rank by the
+    cross-encoder)``, the cross-encoder reading ``read(item)`` beside ``query``. Unchanged when it has not
+    answered within ``timeout`` seconds.
+
+    ``wait_for_model`` loads the model first when it is not loaded yet, raising :class:`CrossEncoderMissing`
+    when it is not installed. Without it (per-turn recall, which never waits), a model not loaded yet leaves
+    the order unchanged while it loads, and a missing one is logged once."""
+    encoder = shared_cross_encoder()
+    if wait_for_model:
+        encoder.load()  # before anything else: a missing model is refused even when there is nothing to reorder
+    head = list(found[:POOL])
+    if len(head) < 2:
+        return list(found)
+    try:
+        scores = encoder.score_within(query, [read(item) for item in head], timeout)
+    except CrossEncoderMissing as exc:  # only when not waiting: a waited-for load raised it above
+        _tell_missing_once(exc)
+        return list(found)
+    if scores is None:
+        return list(found)
+    by_encoder = sorted(range(len(head)), key=lambda index: -float(scores[index]))
+    encoder_rank = {index: rank for rank, index in enumerate(by_encoder, 1)}
+    fused = sorted(range(len(head)), key=lambda index: -(1 / (_K + index + 1) + 1 / (_K + encoder_rank[index])))
+    return [head[index] for index in fused] + list(found[POOL:])
+
+
+_told_missing = threading.Event()
+
+
+def _tell_missing_once(exc: CrossEncoderMissing) -> None:
+    if not _told_missing.is_set():
+        _told_missing.set()
+        log.warning("per-turn recall without its deep second stage: %s", exc)
