@@ -16,6 +16,8 @@ from mnemo.embeddings import cross_encoder
 from mnemo.tools.graph import RECALL_TOOL_SCHEMA
 
 FAST = {"graph_embedder": "none", "archive_embedder": "none"}
+# A deadline no loaded test machine reaches, where a test is about the order and not about the deadline.
+PATIENT = {**FAST, "recall_deep_ms": 30_000}
 QUESTION = "In which city does my sister live?"
 ANSWER = "Anna, my sister, lives in Boston now."
 # Full text ranks both of these above the answer: they repeat the question's words without answering it.
@@ -44,7 +46,7 @@ def no_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_deep_recall_moves_the_passage_that_answers_above_ones_that_only_share_words(tmp_path: Path) -> None:
-    with AgentMemory.open("s1", home=tmp_path, user_id="ada", **FAST) as memory:
+    with AgentMemory.open("s1", home=tmp_path, user_id="ada", **PATIENT) as memory:
         _remember_all(memory)
         first = _contents(memory.recall(QUESTION))
         deep = _contents(memory.recall(QUESTION, deep=True))
@@ -66,6 +68,16 @@ def test_deep_recall_past_its_deadline_keeps_the_first_ranking(tmp_path: Path) -
     assert elapsed < 0.5
 
 
+def test_a_deep_recall_with_no_time_left_after_its_first_ranking_starts_no_scoring() -> None:
+    candidates = [WORDY, WORDIER, ANSWER]
+    cross_encoder.shared_cross_encoder().load()
+    late = deep_recall.reranked(candidates, QUESTION, time.monotonic() - 1, str)
+    prompt = deep_recall.reranked(candidates, QUESTION, time.monotonic() + 30, str)
+    assert late == candidates
+    # Had the late call started a scoring, this one would have found it still running and kept the order.
+    assert prompt.index(ANSWER) < prompt.index(WORDIER)
+
+
 def test_deep_recall_without_the_model_raises_an_error_naming_the_extra(tmp_path: Path, no_model: None) -> None:
     with AgentMemory.open("s1", home=tmp_path, user_id="ada", **FAST) as memory:
         memory.remember(ANSWER, type="fact")
@@ -74,7 +86,7 @@ def test_deep_recall_without_the_model_raises_an_error_naming_the_extra(tmp_path
 
 
 def test_the_recall_tools_deep_flag_reorders_its_results(tmp_path: Path) -> None:
-    with AgentMemory.open("s1", home=tmp_path, user_id="ada", **FAST) as memory:
+    with AgentMemory.open("s1", home=tmp_path, user_id="ada", **PATIENT) as memory:
         _remember_all(memory)
         result = json.loads(memory.handle_tool_call("recall", {"query": QUESTION, "deep": True}))
     assert RECALL_TOOL_SCHEMA["function"]["parameters"]["properties"]["deep"]["type"] == "boolean"

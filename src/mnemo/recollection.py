@@ -27,6 +27,7 @@ line dated and each message under the session it was said in (so ``session_searc
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import Future, wait
 from dataclasses import dataclass, replace
@@ -115,11 +116,12 @@ def recall_everything(
     lifts the later of two results that disagree about one subject above the earlier. Bad arguments raise
     :class:`~mnemo.errors.InvalidArgument` naming them.
 
-    ``deep`` reorders the best candidates with the cross-encoder (:func:`mnemo.deep_recall.reranked`), waiting
-    at most ``deep_timeout`` seconds for it; it reads a memory's content and a message's best window of
+    ``deep`` reorders the best candidates with the cross-encoder (:func:`mnemo.deep_recall.reranked`) if it
+    answers within ``deep_timeout`` seconds of this call's start; it reads a memory's content and a message's best window of
     :data:`~mnemo.deep_recall.READ_CHARS`. With ``catch_up`` it first loads the model (raising
     :class:`~mnemo.CrossEncoderMissing` when it is not installed); without, it never waits for the load.
     """
+    deadline = time.monotonic() + deep_timeout
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_RECALL_LIMIT:
         raise InvalidArgument("limit", f"must be an integer between 1 and {MAX_RECALL_LIMIT}")
     if not isinstance(query, str):
@@ -154,7 +156,7 @@ def recall_everything(
     if deep:
         texts = {hit.message.id: hit.message.text for hit in hits}
         read = partial(_deep_text, texts, stems)
-        found = deep_recall.reranked(found, query, deep_timeout, read, wait_for_model=catch_up)
+        found = deep_recall.reranked(found, query, deadline, read, wait_for_model=catch_up)
     found = found[:limit]
     return _newer_above_older(found) if newer_first else found
 
