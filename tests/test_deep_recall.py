@@ -55,6 +55,28 @@ def test_deep_recall_moves_the_passage_that_answers_above_ones_that_only_share_w
     assert sorted(deep) == sorted(first)
 
 
+def test_deep_recall_reads_more_of_an_archived_message_than_the_passage_recall_shows(tmp_path: Path) -> None:
+    # The answer is in the message's last sentence, outside the 120 characters recall shows of it.
+    told = (
+        "You and your sister talked about the city you each live in. You compared rents and commutes for an "
+        "hour. She moved to Boston in the spring."
+    )
+    wordy = [
+        "Live music in the city with your sister: you saw a live show in the city.",
+        "Your sister loves city life and live music; city nights with your sister are fun.",
+    ]
+    with AgentMemory.open("s1", home=tmp_path, user_id="ada", **PATIENT) as memory:
+        for reply in (told, *wordy):
+            memory.turn_complete("Remind me, please.", reply)
+    with AgentMemory.open("s2", home=tmp_path, user_id="ada", **PATIENT) as memory:
+        first = memory.recall(QUESTION)
+        deep = memory.recall(QUESTION, deep=True)
+    [shown] = [item.passage for item in first if item.passage.startswith("You and your sister")]
+    assert "Boston" not in shown
+    assert [item.passage for item in first][-1] == shown
+    assert [item.passage for item in deep].index(shown) == 1
+
+
 def test_deep_recall_past_its_deadline_keeps_the_first_ranking(tmp_path: Path) -> None:
     with AgentMemory.open("s1", home=tmp_path, user_id="ada", recall_deep_ms=1, **FAST) as memory:
         _remember_all(memory)
