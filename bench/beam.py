@@ -10,8 +10,9 @@ rest is how recall is checked, so ``--chats`` refuses them.
 Each chat is one user of one home, each of its batches one ``AgentMemory`` session: ``prepare_messages`` then
 ``turn_complete(user, reply)`` per exchange, ``close()`` at its end (bench/_reach.py). Every probing question
 with evidence is then asked in a new session, and three doors are checked for the evidence messages, as in
-bench/e2e.py (any / all of them reached); ``--deep`` asks them again in sessions with deep recall. For the knowledge-update questions, **updated first** is the share
-of those whose updated statement a door shows that show it before the original one (or without it).
+bench/e2e.py (any / all of them reached); ``--deep`` asks them again in sessions with deep recall. For the
+knowledge-update questions, **updated first** is the share of those whose updated statement a door shows that
+show it before the original one (or without it).
 The user's messages carry BEAM's position markers (``->-> 1,1``); they are taken off, as no user types them.
 
 The last line printed is one JSON object.
@@ -136,7 +137,8 @@ def bench(data: Path, chats: list[int], workdir: Path, deep: dict | None = None)
         for kind in ("any", "all")
     }
     result |= {f"{name}_updated_first": round(statistics.fmean(v), 3) for name, v in first.items() if v}
-    return result | {"questions": len(tally.ms), "ask_ms_p50": round(_percentile(tally.ms, 50), 2)} | tally.call_summary()
+    result |= {"questions": len(tally.ms), "ask_ms_p50": round(_percentile(tally.ms, 50), 2)}
+    return result | tally.call_summary()
 
 
 def main() -> int:

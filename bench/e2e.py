@@ -205,7 +205,8 @@ def main() -> int:
         workdir = args.workdir or Path(scratch)
         result: dict = {}
         if args.data:
-            result |= bench_quality(args.data, workdir / f"run-{int(time.time())}", args.conversations, deep_settings(args))
+            run = workdir / f"run-{int(time.time())}"
+            result |= bench_quality(args.data, run, args.conversations, deep_settings(args))
         if args.scale_messages:
             result |= bench_scale(workdir, args.scale_messages, args.scale_memories, args.scale_questions)
     print(json.dumps(result))

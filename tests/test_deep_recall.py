@@ -133,7 +133,8 @@ def test_the_recall_deep_setting_reorders_per_turn_context(tmp_path: Path) -> No
         for text in (WORDIER, ANSWER, "My brother's city is Denver.", "Which city to visit next? Maybe Lisbon."):
             memory.remember(text, type="fact")
         plain = _context(memory, QUESTION)
-    with AgentMemory.open("s2", home=tmp_path, user_id="ada", recall_deep=True, recall_deep_ms=5000, **settings) as memory:
+    deep_settings = {**settings, "recall_deep": True, "recall_deep_ms": 5000}
+    with AgentMemory.open("s2", home=tmp_path, user_id="ada", **deep_settings) as memory:
         cross_encoder.shared_cross_encoder().preload().result(timeout=30)  # started by the session; turns never wait
         deep = _context(memory, QUESTION)
     assert WORDIER in plain and ANSWER not in plain

@@ -128,9 +128,9 @@ class TypedMemoryAPI:
 
         ``limit`` is 1 to 50; ``types`` one memory type or several (memories only, then); ``since`` /
         ``until`` bound the time (ISO 8601, a datetime or Unix seconds); ``include_history`` adds superseded
-        versions. ``deep`` reorders the best 20 with a local cross-encoder (``pip install 'mnemo-local[deep]'``,
-        else :class:`~mnemo.CrossEncoderMissing`), waiting at most the ``recall_deep_ms`` setting for it before
-        keeping the first ranking. A bad argument raises :class:`~mnemo.errors.InvalidArgument` naming it.
+        versions. ``deep`` reorders the best 10 with a local cross-encoder (``pip install 'mnemo-local[deep]'``,
+        else :class:`~mnemo.CrossEncoderMissing`) when the whole call fits in the ``recall_deep_ms`` setting,
+        and otherwise keeps the first ranking. A bad argument raises :class:`~mnemo.errors.InvalidArgument` naming it.
         """
         archive = self._archive_or_none()
         return recall_everything(

@@ -117,8 +117,8 @@ def recall_everything(
     :class:`~mnemo.errors.InvalidArgument` naming them.
 
     ``deep`` reorders the best candidates with the cross-encoder (:func:`mnemo.deep_recall.reranked`) if it
-    answers within ``deep_timeout`` seconds of this call's start; it reads a memory's content and a message's best window of
-    :data:`~mnemo.deep_recall.READ_CHARS`. With ``catch_up`` it first loads the model (raising
+    answers within ``deep_timeout`` seconds of this call's start; it reads a memory's content and a message's
+    best window of :data:`~mnemo.deep_recall.READ_CHARS`. With ``catch_up`` it first loads the model (raising
     :class:`~mnemo.CrossEncoderMissing` when it is not installed); without, it never waits for the load.
     """
     deadline = time.monotonic() + deep_timeout

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..database import refuse_old_config_key
+from ..deep_recall import TIMEOUT as DEEP_TIMEOUT
 from ..embeddings import named_embedder, preload
 from ..embeddings.cross_encoder import shared_cross_encoder
 from ..errors import ConfigError, MnemoError
@@ -37,7 +38,6 @@ from ..graph.review import WriteKind
 from ..graph.store import SCAN_PER_RECALL, MemoryGraph
 from ..graph.types import Memory, MemoryType, Scope
 from ..provenance import OPERATOR, Origin, Provenance
-from ..deep_recall import TIMEOUT as DEEP_TIMEOUT
 from ..recollection import comparable, memory_line, turn_context
 from ..review import MODEL_WRITES, WriteGate, graph_payload
 from ..storage import open_graph

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from ..deep_recall import TIMEOUT as DEEP_TIMEOUT
 from ..errors import InvalidArgument, MnemoError, excerpt
 from ..graph.errors import BlockedContent
 from ..graph.recalled import DEFAULT_RECALL_LIMIT, MAX_RECALL_LIMIT
@@ -18,7 +19,6 @@ from ..graph.review import ReviewItem, WriteKind
 from ..graph.store import MemoryGraph
 from ..graph.types import MemoryType, Relation
 from ..provenance import Origin
-from ..deep_recall import TIMEOUT as DEEP_TIMEOUT
 from ..recollection import recall_everything
 from ..review import HELD_MESSAGE, MODEL_WRITES, WriteGate, graph_payload
 from ..safety.scan import finding_labels
@@ -37,6 +37,10 @@ _RELATION_HELP = (
 
 _schema = function_schema
 
+_DEEP_DESCRIPTION = (
+    "Reorder the best results by reading each together with the query (slower; puts the one that answers "
+    "first more often)."
+)
 
 RECALL_TOOL_SCHEMA = _schema(
     "recall",
@@ -51,7 +55,7 @@ RECALL_TOOL_SCHEMA = _schema(
         "until": {"type": "string", "description": "Only memories created at or before this ISO 8601 date."},
         "limit": {"type": "integer", "minimum": 1, "maximum": MAX_RECALL_LIMIT, "description": "At most this many results (default 8)."},
         "include_history": {"type": "boolean", "description": "Also return superseded older versions."},
-        "deep": {"type": "boolean", "description": "Rerank the best results by reading each against the query (slower, often better for a hard question)."},
+        "deep": {"type": "boolean", "description": _DEEP_DESCRIPTION},
     },
     ["query"],
 )
@@ -244,7 +248,8 @@ def handle_graph_call(
     searches ``archive``'s earlier sessions, leaving out ``in_context`` (``(session_id, message_id)``: that
     session's messages after that id). ``gate`` stamps what ``remember`` writes and holds an untrusted write
     for review (see :mod:`mnemo.review`). ``deep_timeout`` bounds ``recall``'s deep flag, in seconds."""
-    handler = partial(_recall, sessions=_Sessions(archive, in_context, deep_timeout)) if name == "recall" else _HANDLERS.get(name)
+    sessions = _Sessions(archive, in_context, deep_timeout)
+    handler = partial(_recall, sessions=sessions) if name == "recall" else _HANDLERS.get(name)
     if handler is None:
         return failure(f"unknown graph tool {excerpt(name)} (tools: {', '.join(_HANDLERS)})")
     try:
