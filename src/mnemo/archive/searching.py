@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any
 
 from ..errors import InvalidArgument
 from .records import (
@@ -17,19 +17,10 @@ from .records import (
 )
 from .search import SESSION_SCOPE_CLAUSE, SORTS, Filters, Match
 
-if TYPE_CHECKING:
-    pass
-
-T = TypeVar("T")
-
-MAX_LIMIT = 100
-
 MAX_LIMIT = 100
 HITS_PER_CANDIDATE_SESSION = 20
 # Neighbour look-ups joined into one query (two each): SQLite allows at most 500 terms in a compound SELECT.
 CENTRES_PER_QUERY = 200
-
-
 
 MESSAGES_IN_SESSIONS = "messages m JOIN sessions s ON s.id = m.session_id"
 MESSAGE_COLUMNS = (
