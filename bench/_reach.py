@@ -14,15 +14,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import re
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from statistics import fmean
 from typing import Any, TypeVar
 
 from archive import _percentile
-from mnemo import AgentMemory, RecalledMessage
+from mnemo import AgentMemory, RecalledMessage, deep_recall
 from mnemo.graph.extraction import source_messages
 from mnemo.scope import Scope
 from mnemo.storage import open_archive, open_graph
@@ -227,25 +229,46 @@ class Shown:
     ms: float
     recall_ms: float
     deep: bool
+    kept: tuple[bool, bool] = (False, False)  # whether deep recall kept the first ranking (context, recall)
 
 
 def ask(memory: AgentMemory, record: Conversation, question: str, *, deep: bool = False) -> Shown:
     """Ask ``question`` through every door of ``memory`` (a new session of the conversation's user). With
     ``deep``, ``memory`` was opened with ``recall_deep=True``: the doors are :data:`DEEP_DOORS` and recall is
     asked with ``deep=True`` (session_search, which deep recall does not touch, is left out)."""
+    kept_before = _KEPT.count
     started = time.perf_counter()
     messages = memory.prepare_messages(question, [])
     ms = (time.perf_counter() - started) * 1000
+    kept_between = _KEPT.count
     block = messages[-1]["content"][len(question) :]
     chars = sum(len(line) + 1 for line in block.splitlines() if line.startswith(("- ", "  - ")))
     started = time.perf_counter()
     recalled = memory.recall(question, deep=deep)
     recall_ms = (time.perf_counter() - started) * 1000
+    kept = (kept_between > kept_before, _KEPT.count > kept_between)
     context, recall = DEEP_DOORS if deep else DOORS[:2]
     doors = {context: context_turns(record, block), recall: recall_turns(record, recalled)}
     if not deep:
         doors["session_search"] = search_turns(record, memory.handle_tool_call("session_search", {"query": question}))
-    return Shown(doors, chars, ms, recall_ms, deep)
+    return Shown(doors, chars, ms, recall_ms, deep, kept)
+
+
+class _Kept(logging.Handler):
+    """Counts deep recall's debug records of keeping the first ranking (its deadline passed)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.count = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.msg == deep_recall.KEPT:
+            self.count += 1
+
+
+_KEPT = _Kept()
+logging.getLogger(deep_recall.log.name).addHandler(_KEPT)
+logging.getLogger(deep_recall.log.name).setLevel(logging.DEBUG)
 
 
 def deep_options(parser: argparse.ArgumentParser) -> None:
@@ -284,26 +307,41 @@ class Tally:
     ms: list[float] = field(default_factory=list)
     chars: list[int] = field(default_factory=list)
     calls: dict[str, list[float]] = field(default_factory=dict)
+    kept: dict[str, list[float]] = field(default_factory=dict)  # per deep call: 1.0 where it kept the first ranking
 
     def add(self, evidence: set[str], shown: Shown) -> None:
         if shown.deep:
-            self.calls.setdefault("prepare_messages (recall_deep)", []).append(shown.ms)
+            self._call("prepare_messages (recall_deep)", shown.ms, shown.kept[0])
         else:
             self.ms.append(shown.ms)
             self.chars.append(shown.context_chars)
-        self.calls.setdefault("recall(deep=True)" if shown.deep else "recall()", []).append(shown.recall_ms)
+        recall_kept = shown.kept[1] if shown.deep else None
+        self._call("recall(deep=True)" if shown.deep else "recall()", shown.recall_ms, recall_kept)
         for name, reached in shown.doors.items():
             self.doors.setdefault(name, Door()).add(evidence, reached)
 
+    def _call(self, name: str, ms: float, kept: bool | None) -> None:
+        self.calls.setdefault(name, []).append(ms)
+        if kept is not None:  # a deep call
+            self.kept.setdefault(name, []).append(float(kept))
+
     def call_rows(self) -> list[list[str]]:
-        """``[call, p50 ms, p95 ms]`` per timed call, for the speed table."""
-        return [[name, f"{_percentile(ms, 50):.1f}", f"{_percentile(ms, 95):.1f}"] for name, ms in self.calls.items()]
+        """``[call, p50 ms, p95 ms, share that kept the first ranking]`` per timed call, for the speed table."""
+        return [
+            [name, f"{_percentile(ms, 50):.1f}", f"{_percentile(ms, 95):.1f}", _share(self.kept.get(name))]
+            for name, ms in self.calls.items()
+        ]
 
     def call_summary(self) -> dict[str, float]:
-        """``{call}_ms_p50`` / ``_p95`` for the JSON line."""
-        return {
+        """``{call}_ms_p50`` / ``_p95`` / ``_kept`` for the JSON line."""
+        summary = {
             f"{_key(name)}_ms_p{q}": round(_percentile(ms, q), 2) for name, ms in self.calls.items() for q in (50, 95)
         }
+        return summary | {f"{_key(name)}_kept": round(fmean(kept), 3) for name, kept in self.kept.items()}
+
+
+def _share(values: list[float] | None) -> str:
+    return f"{fmean(values):.3f}" if values else "-"
 
 
 def _key(name: str) -> str:

@@ -33,6 +33,8 @@ READ_CHARS = 240
 the query (recall shows half as much)."""
 # 120, 240, 480 and 1,000 characters reached the same evidence within a question or two on both sets; 240
 # costs half what 480 does.
+KEPT = "deep recall kept the first ranking: %s"
+"""What is logged (at debug level, with the reason) each time deep recall keeps the first ranking."""
 # Fusion: 1/(k + rank) from each ranking; a small k lets a confident cross-encoder move an item further. The
 # cross-encoder's order alone lost evidence on both sets (LoCoMo recall() any 0.688 against 0.719 fused).
 _K = 5
@@ -58,7 +60,10 @@ def reranked(
         deadline += time.monotonic() - loading
     head = list(found[:POOL])
     left = deadline - time.monotonic()
-    if len(head) < 2 or left <= 0:  # nothing to reorder, or no time left to do it in: start no scoring
+    if len(head) < 2:
+        return list(found)
+    if left <= 0:  # no time left to score in: start no scoring that would hold up the next call
+        log.debug(KEPT, "the first ranking took all the time")
         return list(found)
     try:
         scores = encoder.score_within(query, [read(item) for item in head], left)
@@ -66,6 +71,7 @@ def reranked(
         _tell_missing_once(exc)
         return list(found)
     if scores is None:
+        log.debug(KEPT, "no scores by the deadline (late, an earlier scoring still running, or the model loading)")
         return list(found)
     by_encoder = sorted(range(len(head)), key=lambda index: -float(scores[index]))
     encoder_rank = {index: rank for rank, index in enumerate(by_encoder, 1)}
