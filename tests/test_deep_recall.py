@@ -90,6 +90,17 @@ def test_deep_recall_past_its_deadline_keeps_the_first_ranking(tmp_path: Path) -
     assert elapsed < 0.5
 
 
+def test_deep_recall_that_keeps_the_first_ranking_says_so_in_the_debug_log(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with AgentMemory.open("s1", home=tmp_path, user_id="ada", recall_deep_ms=1, **FAST) as memory:
+        _remember_all(memory)
+        memory.recall(QUESTION, deep=True)  # the model's one-time load
+        with caplog.at_level(logging.DEBUG, logger="mnemo.deep_recall"):
+            memory.recall(QUESTION, deep=True)
+    assert [record.msg for record in caplog.records] == [deep_recall.KEPT]
+
+
 def test_a_deep_recall_with_no_time_left_after_its_first_ranking_starts_no_scoring() -> None:
     candidates = [WORDY, WORDIER, ANSWER]
     cross_encoder.shared_cross_encoder().load()
