@@ -230,6 +230,7 @@ class Shown:
     recall_ms: float
     deep: bool
     kept: tuple[bool, bool] = (False, False)  # whether deep recall kept the first ranking (context, recall)
+    first: list[str] = field(default_factory=list)  # the turns recall's first result shows
 
 
 def ask(memory: AgentMemory, record: Conversation, question: str, *, deep: bool = False) -> Shown:
@@ -251,7 +252,7 @@ def ask(memory: AgentMemory, record: Conversation, question: str, *, deep: bool 
     doors = {context: context_turns(record, block), recall: recall_turns(record, recalled)}
     if not deep:
         doors["session_search"] = search_turns(record, memory.handle_tool_call("session_search", {"query": question}))
-    return Shown(doors, chars, ms, recall_ms, deep, kept)
+    return Shown(doors, chars, ms, recall_ms, deep, kept, recall_turns(record, recalled[:1]))
 
 
 class _Kept(logging.Handler):
@@ -308,8 +309,11 @@ class Tally:
     chars: list[int] = field(default_factory=list)
     calls: dict[str, list[float]] = field(default_factory=dict)
     kept: dict[str, list[float]] = field(default_factory=dict)  # per deep call: 1.0 where it kept the first ranking
+    first: dict[str, list[float]] = field(default_factory=dict)  # per recall door: 1.0 where its first holds evidence
 
     def add(self, evidence: set[str], shown: Shown) -> None:
+        recall_door = DEEP_DOORS[1] if shown.deep else DOORS[1]
+        self.first.setdefault(recall_door, []).append(float(bool(evidence & set(shown.first))))
         if shown.deep:
             self._call("prepare_messages (recall_deep)", shown.ms, shown.kept[0])
         else:
@@ -332,12 +336,17 @@ class Tally:
             for name, ms in self.calls.items()
         ]
 
+    def first_rows(self) -> list[list[str]]:
+        """``[door, share of questions whose first result holds evidence]`` per recall door."""
+        return [[name, f"{fmean(shares):.3f}"] for name, shares in self.first.items()]
+
     def call_summary(self) -> dict[str, float]:
         """``{call}_ms_p50`` / ``_p95`` / ``_kept`` for the JSON line."""
         summary = {
             f"{_key(name)}_ms_p{q}": round(_percentile(ms, q), 2) for name, ms in self.calls.items() for q in (50, 95)
         }
-        return summary | {f"{_key(name)}_kept": round(fmean(kept), 3) for name, kept in self.kept.items()}
+        summary |= {f"{_key(name)}_kept": round(fmean(kept), 3) for name, kept in self.kept.items()}
+        return summary | {f"{_key(name)}_first": round(fmean(first), 3) for name, first in self.first.items()}
 
 
 def _share(values: list[float] | None) -> str:

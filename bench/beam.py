@@ -130,6 +130,7 @@ def bench(data: Path, chats: list[int], workdir: Path, deep: dict | None = None)
     )  # fmt: skip
     print(f"prepare_messages per question p50 / p95 {_percentile(tally.ms, 50):.1f} / {_percentile(tally.ms, 95):.1f} ms; "
           f"recalled characters mean {statistics.fmean(tally.chars):.0f}, max {max(tally.chars)}")  # fmt: skip
+    _table(tally.first_rows(), ["door", "first result holds evidence"])
     _table(tally.call_rows(), ["call", "p50 ms", "p95 ms", "first ranking kept"])
     result = {
         f"{name}_{kind}": round(statistics.fmean(getattr(d, kind)), 3)

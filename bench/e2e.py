@@ -19,7 +19,8 @@ turns:
 With ``--deep`` (the ``deep`` extra installed), every question is asked again in a session opened with
 ``recall_deep=True`` (``--deep-ms`` sets its deadline): its per-turn context and ``recall(question, deep=True)``
 are two more doors, and both calls are timed, with the share of them that kept the first ranking (the
-cross-encoder had not answered by the deadline).
+cross-encoder had not answered by the deadline). For each ``recall`` door the bench also counts the questions
+whose first result holds evidence, which is what a reordering changes.
 
 An evidence turn counts as reached when what is shown overlaps its text: an archived message's passage that
 covers at least part of that turn, or a memory extracted from the message holding it (credited to the turn
@@ -95,6 +96,7 @@ def bench_quality(path: Path, workdir: Path, conversations: int | None, deep: di
         f"\n{len(doors['recall()'].any)} questions, {len(samples)} conversations, {time.perf_counter() - started:.0f} s"
     )
     _table(rows, ["door", "evidence reached (any)", "evidence reached (all)"])
+    _table(tally.first_rows(), ["door", "first result holds evidence"])
     speed = [
         ["prepare_messages while feeding", f"{_percentile(turn_ms, 50):.1f}", f"{_percentile(turn_ms, 95):.1f}"],
         ["prepare_messages per question", f"{_percentile(ask_ms, 50):.1f}", f"{_percentile(ask_ms, 95):.1f}"],
