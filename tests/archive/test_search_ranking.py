@@ -62,3 +62,24 @@ def test_messages_written_in_a_period_the_query_names_rank_higher(archive):
     autumn = archive.start_session("autumn", started_at=september)  # newer, same words
     archive.append_many(autumn, [{"role": "user", "content": "Went to a pottery class", "timestamp": september}])
     assert archive.search_messages("pottery class in May 2023", limit=2)[0].message.id == in_may
+
+
+def _one_session_with_a_weak_match_beside_the_best(archive) -> None:
+    conversation(archive, [
+        "The lighthouse ferry timetable changed in spring.",
+        "Ferry cancellations happen there now and then, people say, whatever the season may bring.",
+        *_SMALL_TALK,
+        "The timetable is pinned up.",
+    ])  # fmt: skip
+
+
+def test_grouped_search_shown_with_context_does_not_lift_a_message_for_its_neighbour(archive):
+    _one_session_with_a_weak_match_beside_the_best(archive)
+    [group] = archive.search("ferry timetable", hits_per_session=2, context=1)
+    assert _texts(group.hits) == ["The lighthouse ferry timetable changed in spring.", "The timetable is pinned up."]
+
+
+def test_search_without_context_lifts_a_message_beside_the_best_match(archive):
+    _one_session_with_a_weak_match_beside_the_best(archive)
+    hits = archive.search_messages("ferry timetable", limit=2)
+    assert _texts(hits)[1].startswith("Ferry cancellations")

@@ -9,13 +9,14 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..errors import InvalidArgument
+from ..retrieval.fusion import Fusion
 from .records import (
     Hit,
     SessionHits,
     StoredMessage,
     to_timestamp,
 )
-from .search import SESSION_SCOPE_CLAUSE, SORTS, Filters, Match
+from .search import FUSION, FUSION_SHOWN_IN_CONTEXT, SESSION_SCOPE_CLAUSE, SORTS, Filters, Match
 
 MAX_LIMIT = 100
 HITS_PER_CANDIDATE_SESSION = 20
@@ -86,8 +87,10 @@ class ArchiveSearch:
             scope=self.scope,
         )
 
-    def _find(self, query: str, limit: int, filters: Filters, sort: str) -> list[Match]:
-        return self._read_index(lambda searcher: searcher.find(query, limit=limit, filters=filters, sort=sort))
+    def _find(self, query: str, limit: int, filters: Filters, sort: str, fusion: Fusion = FUSION) -> list[Match]:
+        return self._read_index(
+            lambda searcher: searcher.find(query, limit=limit, filters=filters, sort=sort, fusion=fusion)
+        )
 
     def _snippets(self, matches: Sequence[Match]) -> list[Match]:
         return self._read_index(lambda searcher: searcher.with_snippets(matches))
@@ -157,7 +160,8 @@ class ArchiveSearch:
     def _grouped(
         self, query: str, limit: int, filters: Filters, sort: str, context: int, hits_per_session: int
     ) -> list[SessionHits]:
-        matches = self._find(query, min(1000, limit * HITS_PER_CANDIDATE_SESSION), filters, sort)
+        fusion = FUSION_SHOWN_IN_CONTEXT if context else FUSION
+        matches = self._find(query, min(1000, limit * HITS_PER_CANDIDATE_SESSION), filters, sort, fusion)
         owners: dict[int, str] = {}
         if matches:
             with self._reading() as conn:
