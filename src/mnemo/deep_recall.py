@@ -31,7 +31,7 @@ the first ranking left of it."""
 READ_CHARS = 240
 """The most of one archived message the cross-encoder reads: the window of the message that best matches
 the query (recall shows half as much)."""
-# 120, 240, 480 and 1,000 characters reached the same evidence within a question or two on both sets; 240
+# 120, 240, 480 and 1,000 characters reached the same evidence within three questions on both sets; 240
 # costs half what 480 does.
 KEPT = "deep recall kept the first ranking: %s"
 """What is logged (at debug level, with the reason) each time deep recall keeps the first ranking."""
