@@ -12,19 +12,28 @@ words with it).
 
 from __future__ import annotations
 
+import argparse
 import json
+import logging
 import re
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from statistics import fmean
+from typing import Any, TypeVar
 
-from mnemo import AgentMemory, RecalledMessage
+from archive import _percentile
+from mnemo import AgentMemory, RecalledMessage, deep_recall
 from mnemo.graph.extraction import source_messages
 from mnemo.scope import Scope
 from mnemo.storage import open_archive, open_graph
 
+Q = TypeVar("Q")
+
 DOORS = ("per-turn context", "recall()", "session_search")
+DEEP_DOORS = ("per-turn context (recall_deep)", "recall(deep=True)")
+"""The doors deep recall changes, asked in a session opened with ``recall_deep=True`` (``--deep``)."""
 _SESSION_LINE = re.compile(r"^- earlier session (\S+) \([^)]*\):$")
 _MESSAGE_LINE = re.compile(r"^  - (user|assistant): (.*)$")
 _MEMORY_LINE = re.compile(r"^- \[[a-z]+ · [^\]]*\] (.*)$")
@@ -212,38 +221,137 @@ class Door:
 
 @dataclass(frozen=True)
 class Shown:
-    """The turns each door showed for one question, in the order shown; and the context block's size."""
+    """The turns each door showed for one question, in the order shown; the context block's size; how long
+    ``prepare_messages`` (``ms``) and ``recall`` (``recall_ms``) took; and whether deep recall was asked."""
 
     doors: dict[str, list[str]]
     context_chars: int
     ms: float
+    recall_ms: float
+    deep: bool
+    kept: tuple[bool, bool] = (False, False)  # whether deep recall kept the first ranking (context, recall)
+    first: list[str] = field(default_factory=list)  # the turns recall's first result shows
 
 
-def ask(memory: AgentMemory, record: Conversation, question: str) -> Shown:
-    """Ask ``question`` through every door of ``memory`` (a new session of the conversation's user)."""
+def ask(memory: AgentMemory, record: Conversation, question: str, *, deep: bool = False) -> Shown:
+    """Ask ``question`` through every door of ``memory`` (a new session of the conversation's user). With
+    ``deep``, ``memory`` was opened with ``recall_deep=True``: the doors are :data:`DEEP_DOORS` and recall is
+    asked with ``deep=True`` (session_search, which deep recall does not touch, is left out)."""
+    kept_before = _KEPT.count
     started = time.perf_counter()
     messages = memory.prepare_messages(question, [])
     ms = (time.perf_counter() - started) * 1000
+    kept_between = _KEPT.count
     block = messages[-1]["content"][len(question) :]
     chars = sum(len(line) + 1 for line in block.splitlines() if line.startswith(("- ", "  - ")))
-    doors = {
-        "per-turn context": context_turns(record, block),
-        "recall()": recall_turns(record, memory.recall(question)),
-        "session_search": search_turns(record, memory.handle_tool_call("session_search", {"query": question})),
-    }
-    return Shown(doors, chars, ms)
+    started = time.perf_counter()
+    recalled = memory.recall(question, deep=deep)
+    recall_ms = (time.perf_counter() - started) * 1000
+    kept = (kept_between > kept_before, _KEPT.count > kept_between)
+    context, recall = DEEP_DOORS if deep else DOORS[:2]
+    doors = {context: context_turns(record, block), recall: recall_turns(record, recalled)}
+    if not deep:
+        doors["session_search"] = search_turns(record, memory.handle_tool_call("session_search", {"query": question}))
+    return Shown(doors, chars, ms, recall_ms, deep, kept, recall_turns(record, recalled[:1]))
+
+
+class _Kept(logging.Handler):
+    """Counts deep recall's debug records of keeping the first ranking (its deadline passed)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.count = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.msg == deep_recall.KEPT:
+            self.count += 1
+
+
+_KEPT = _Kept()
+logging.getLogger(deep_recall.log.name).addHandler(_KEPT)
+logging.getLogger(deep_recall.log.name).setLevel(logging.DEBUG)
+
+
+def deep_options(parser: argparse.ArgumentParser) -> None:
+    """The benches' ``--deep`` and ``--deep-ms``; :func:`deep_settings` reads them."""
+    parser.add_argument("--deep", action="store_true", help="also ask in sessions with deep recall (the deep extra)")
+    parser.add_argument("--deep-ms", type=int, default=None, help="deep recall's deadline (default: the setting's)")
+
+
+def deep_settings(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The settings of the sessions asked with deep recall (``None``: not asked)."""
+    if not args.deep:
+        return None
+    return {"recall_deep": True} | ({"recall_deep_ms": args.deep_ms} if args.deep_ms else {})
+
+
+def ask_all(
+    home: Path, record: Conversation, questions: Iterable[tuple[str, Q]], *, deep: dict[str, Any] | None = None
+) -> Iterator[tuple[Q, Shown]]:
+    """Each ``(question, item)`` asked (:func:`ask`) in a new session of ``record``'s user, and with ``deep``
+    (:func:`deep_settings`) again in one opened with those settings; yields ``(item, shown)``."""
+    questions = list(questions)
+    for settings in ({}, deep) if deep is not None else ({},):
+        deeply = bool(settings)
+        session = f"{record.user}-questions{'-deep' if deeply else ''}"
+        with AgentMemory.open(session, home=home, user_id=record.user, **settings) as memory:
+            for question, item in questions:
+                yield item, ask(memory, record, question, deep=deeply)
 
 
 @dataclass
 class Tally:
-    """What the questions of a run reached, door by door, and what asking them cost."""
+    """What the questions of a run reached, door by door, and what asking them cost: ``ms`` and ``chars`` per
+    question in the plain sessions, and each timed call's times (``calls``), deep ones included."""
 
     doors: dict[str, Door] = field(default_factory=lambda: {name: Door() for name in DOORS})
     ms: list[float] = field(default_factory=list)
     chars: list[int] = field(default_factory=list)
+    calls: dict[str, list[float]] = field(default_factory=dict)
+    kept: dict[str, list[float]] = field(default_factory=dict)  # per deep call: 1.0 where it kept the first ranking
+    first: dict[str, list[float]] = field(default_factory=dict)  # per recall door: 1.0 where its first holds evidence
 
     def add(self, evidence: set[str], shown: Shown) -> None:
-        self.ms.append(shown.ms)
-        self.chars.append(shown.context_chars)
-        for name, door in self.doors.items():
-            door.add(evidence, shown.doors[name])
+        recall_door = DEEP_DOORS[1] if shown.deep else DOORS[1]
+        self.first.setdefault(recall_door, []).append(float(bool(evidence & set(shown.first))))
+        if shown.deep:
+            self._call("prepare_messages (recall_deep)", shown.ms, shown.kept[0])
+        else:
+            self.ms.append(shown.ms)
+            self.chars.append(shown.context_chars)
+        recall_kept = shown.kept[1] if shown.deep else None
+        self._call("recall(deep=True)" if shown.deep else "recall()", shown.recall_ms, recall_kept)
+        for name, reached in shown.doors.items():
+            self.doors.setdefault(name, Door()).add(evidence, reached)
+
+    def _call(self, name: str, ms: float, kept: bool | None) -> None:
+        self.calls.setdefault(name, []).append(ms)
+        if kept is not None:  # a deep call
+            self.kept.setdefault(name, []).append(float(kept))
+
+    def call_rows(self) -> list[list[str]]:
+        """``[call, p50 ms, p95 ms, share that kept the first ranking]`` per timed call, for the speed table."""
+        return [
+            [name, f"{_percentile(ms, 50):.1f}", f"{_percentile(ms, 95):.1f}", _share(self.kept.get(name))]
+            for name, ms in self.calls.items()
+        ]
+
+    def first_rows(self) -> list[list[str]]:
+        """``[door, share of questions whose first result holds evidence]`` per recall door."""
+        return [[name, f"{fmean(shares):.3f}"] for name, shares in self.first.items()]
+
+    def call_summary(self) -> dict[str, float]:
+        """``{call}_ms_p50`` / ``_p95`` / ``_kept`` for the JSON line."""
+        summary = {
+            f"{_key(name)}_ms_p{q}": round(_percentile(ms, q), 2) for name, ms in self.calls.items() for q in (50, 95)
+        }
+        summary |= {f"{_key(name)}_kept": round(fmean(kept), 3) for name, kept in self.kept.items()}
+        return summary | {f"{_key(name)}_first": round(fmean(first), 3) for name, first in self.first.items()}
+
+
+def _share(values: list[float] | None) -> str:
+    return f"{fmean(values):.3f}" if values else "-"
+
+
+def _key(name: str) -> str:
+    return re.sub(r"[^a-z]+", "_", name.lower()).strip("_")

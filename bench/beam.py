@@ -1,6 +1,6 @@
 """What reaches the model in long technical conversations (BEAM), fed through the README's own agent loop.
 
-    python bench/beam.py --data PATH/TO/BEAM/chats/100K [--chats 1-10] [--workdir DIR]
+    python bench/beam.py --data PATH/TO/BEAM/chats/100K [--chats 1-10] [--workdir DIR] [--deep [--deep-ms MS]]
 
 BEAM (github:mohammadtavakoli78/BEAM; no licence, so it is not in this repository: the bench takes its path)
 holds coding and project conversations of ~290 messages of ~1.2 KB each, and probing questions naming the
@@ -10,8 +10,9 @@ rest is how recall is checked, so ``--chats`` refuses them.
 Each chat is one user of one home, each of its batches one ``AgentMemory`` session: ``prepare_messages`` then
 ``turn_complete(user, reply)`` per exchange, ``close()`` at its end (bench/_reach.py). Every probing question
 with evidence is then asked in a new session, and three doors are checked for the evidence messages, as in
-bench/e2e.py (any / all of them reached). For the knowledge-update questions, **updated first** is the share
-of those whose updated statement a door shows that show it before the original one (or without it).
+bench/e2e.py (any / all of them reached); ``--deep`` asks them again in sessions with deep recall. For the
+knowledge-update questions, **updated first** is the share of those whose updated statement a door shows that
+show it before the original one (or without it).
 The user's messages carry BEAM's position markers (``->-> 1,1``); they are taken off, as no user types them.
 
 The last line printed is one JSON object.
@@ -32,9 +33,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _reach import DOORS, Door, Message, Tally, ask, exchanges, feed  # noqa: E402
+from _reach import Door, Message, Tally, ask_all, deep_options, deep_settings, exchanges, feed  # noqa: E402
 from archive import _percentile, _table  # noqa: E402
-from mnemo import AgentMemory  # noqa: E402
 
 DEV_CHATS = range(1, 11)
 _MARKER = re.compile(r"\s*->->\s*\d+\s*,\s*\d+\s*$")
@@ -94,10 +94,10 @@ def _updated_first(raw: dict, shown: list[str]) -> bool | None:
     return first_original is None or first_update < first_original
 
 
-def bench(data: Path, chats: list[int], workdir: Path) -> dict:
+def bench(data: Path, chats: list[int], workdir: Path, deep: dict | None = None) -> dict:
     tally = Tally()
     by_category: dict[str, Door] = {}
-    first: dict[str, list[float]] = {name: [] for name in DOORS}
+    first: dict[str, list[float]] = {}
     started = time.perf_counter()
     for number in chats:
         folder = data / str(number)
@@ -106,13 +106,13 @@ def bench(data: Path, chats: list[int], workdir: Path) -> dict:
         home = workdir / f"chat-{number}"
         home.mkdir(parents=True, exist_ok=True)
         record, _ = feed(home, f"beam-{number}", _sessions(chat))
-        with AgentMemory.open(f"beam-{number}-questions", home=home, user_id=record.user) as memory:
-            for category, question, evidence, raw in _questions(probing):
-                shown = ask(memory, record, question)
-                tally.add(evidence, shown)
-                for name in DOORS:
-                    if category == "knowledge_update" and (ahead := _updated_first(raw, shown.doors[name])) is not None:
-                        first[name].append(float(ahead))
+        questions = [(question, (category, evidence, raw)) for category, question, evidence, raw in _questions(probing)]
+        for (category, evidence, raw), shown in ask_all(home, record, questions, deep=deep):
+            tally.add(evidence, shown)
+            for name, reached in shown.doors.items():
+                if category == "knowledge_update" and (ahead := _updated_first(raw, reached)) is not None:
+                    first.setdefault(name, []).append(float(ahead))
+            if not shown.deep:
                 by_category.setdefault(category, Door()).add(evidence, shown.doors["per-turn context"])
         print(f"chat {number}: fed and asked ({time.perf_counter() - started:.0f} s)", flush=True)
 
@@ -121,7 +121,7 @@ def bench(data: Path, chats: list[int], workdir: Path) -> dict:
 
     print(f"\n{len(tally.ms)} questions, {len(chats)} chats, {time.perf_counter() - started:.0f} s")
     _table(
-        [[name, f"{statistics.fmean(d.any):.3f}", f"{statistics.fmean(d.all):.3f}", share(first[name])] for name, d in tally.doors.items()],
+        [[name, f"{statistics.fmean(d.any):.3f}", f"{statistics.fmean(d.all):.3f}", share(first.get(name, []))] for name, d in tally.doors.items()],
         ["door", "evidence reached (any)", "(all)", "updated first (questions)"],
     )  # fmt: skip
     _table(
@@ -130,13 +130,16 @@ def bench(data: Path, chats: list[int], workdir: Path) -> dict:
     )  # fmt: skip
     print(f"prepare_messages per question p50 / p95 {_percentile(tally.ms, 50):.1f} / {_percentile(tally.ms, 95):.1f} ms; "
           f"recalled characters mean {statistics.fmean(tally.chars):.0f}, max {max(tally.chars)}")  # fmt: skip
+    _table(tally.first_rows(), ["door", "first result holds evidence"])
+    _table(tally.call_rows(), ["call", "p50 ms", "p95 ms", "first ranking kept"])
     result = {
         f"{name}_{kind}": round(statistics.fmean(getattr(d, kind)), 3)
         for name, d in tally.doors.items()
         for kind in ("any", "all")
     }
     result |= {f"{name}_updated_first": round(statistics.fmean(v), 3) for name, v in first.items() if v}
-    return result | {"questions": len(tally.ms), "ask_ms_p50": round(_percentile(tally.ms, 50), 2)}
+    result |= {"questions": len(tally.ms), "ask_ms_p50": round(_percentile(tally.ms, 50), 2)}
+    return result | tally.call_summary()
 
 
 def main() -> int:
@@ -144,11 +147,12 @@ def main() -> int:
     parser.add_argument("--data", type=Path, required=True, help="BEAM's chats/100K folder")
     parser.add_argument("--chats", default="1-10", help="development chats to run (1-10, the default, or e.g. 1,3)")
     parser.add_argument("--workdir", type=Path, default=None, help="keep the homes here")
+    deep_options(parser)
     args = parser.parse_args()
     chats = _chats(args.chats)
     with tempfile.TemporaryDirectory() as scratch:
         workdir = args.workdir or Path(scratch)
-        print(json.dumps(bench(args.data, chats, workdir / f"run-{int(time.time())}")))
+        print(json.dumps(bench(args.data, chats, workdir / f"run-{int(time.time())}", deep_settings(args))))
     return 0
 
 

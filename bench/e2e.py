@@ -16,6 +16,12 @@ turns:
 - **recall()**: ``AgentMemory.recall(question)`` (8 results, the default);
 - **session_search**: the tool called with the question, as a model that thinks to call it would.
 
+With ``--deep`` (the ``deep`` extra installed), every question is asked again in a session opened with
+``recall_deep=True`` (``--deep-ms`` sets its deadline): its per-turn context and ``recall(question, deep=True)``
+are two more doors, and both calls are timed, with the share of them that kept the first ranking (the
+cross-encoder had not answered by the deadline). For each ``recall`` door the bench also counts the questions
+whose first result holds evidence, which is what a reordering changes.
+
 An evidence turn counts as reached when what is shown overlaps its text: an archived message's passage that
 covers at least part of that turn, or a memory extracted from the message holding it (credited to the turn
 of that message sharing most words with it). ``any`` means some evidence turn of the question is reached,
@@ -50,7 +56,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _reach import Message, Tally, ask, exchanges, feed  # noqa: E402
+from _reach import Message, Tally, ask_all, deep_options, deep_settings, exchanges, feed  # noqa: E402
 from archive import Synth, _percentile, _scored_questions, _sessions, _table  # noqa: E402
 from mnemo import AgentMemory  # noqa: E402
 from mnemo.embeddings import MiniLMEmbedder  # noqa: E402
@@ -77,7 +83,7 @@ def _conversation(sample: dict) -> tuple[str, list[tuple[str, list[tuple[Message
     return user, sessions
 
 
-def bench_quality(path: Path, workdir: Path, conversations: int | None) -> dict:
+def bench_quality(path: Path, workdir: Path, conversations: int | None, deep: dict | None = None) -> dict:
     samples = json.loads(path.read_text(encoding="utf-8"))[:conversations]
     home = workdir / "locomo-home"
     home.mkdir(parents=True, exist_ok=True)
@@ -87,20 +93,22 @@ def bench_quality(path: Path, workdir: Path, conversations: int | None) -> dict:
     for sample in samples:
         record, fed_ms = feed(home, *_conversation(sample))
         turn_ms += fed_ms
-        with AgentMemory.open(f"{record.user}-questions", home=home, user_id=record.user) as memory:
-            for _category, evidence, question, _qa in _scored_questions(sample):
-                tally.add(set(evidence), ask(memory, record, question))
+        questions = [(question, evidence) for _category, evidence, question, _qa in _scored_questions(sample)]
+        for evidence, shown in ask_all(home, record, questions, deep=deep):
+            tally.add(set(evidence), shown)
     doors, ask_ms, chars = tally.doors, tally.ms, tally.chars
     rows = [[name, f"{statistics.fmean(d.any):.3f}", f"{statistics.fmean(d.all):.3f}"] for name, d in doors.items()]
     print(
         f"\n{len(doors['recall()'].any)} questions, {len(samples)} conversations, {time.perf_counter() - started:.0f} s"
     )
     _table(rows, ["door", "evidence reached (any)", "evidence reached (all)"])
+    _table(tally.first_rows(), ["door", "first result holds evidence"])
     speed = [
         ["prepare_messages while feeding", f"{_percentile(turn_ms, 50):.1f}", f"{_percentile(turn_ms, 95):.1f}"],
         ["prepare_messages per question", f"{_percentile(ask_ms, 50):.1f}", f"{_percentile(ask_ms, 95):.1f}"],
     ]
     _table(speed, ["call", "p50 ms", "p95 ms"])
+    _table(tally.call_rows(), ["call", "p50 ms", "p95 ms", "first ranking kept"])
     print(
         f"recalled characters per question (the lines graph_context_chars bounds; the fence adds ~190): mean {statistics.fmean(chars):.0f}, p95 {_percentile(chars, 95):.0f}, max {max(chars)}"
     )
@@ -115,7 +123,7 @@ def bench_quality(path: Path, workdir: Path, conversations: int | None) -> dict:
         "ask_ms_p50": round(_percentile(ask_ms, 50), 2), "ask_ms_p95": round(_percentile(ask_ms, 95), 2),
         "context_chars_mean": round(statistics.fmean(chars)), "context_chars_max": max(chars),
     }  # fmt: skip
-    return result
+    return result | tally.call_summary()
 
 
 SCALE_USER = "scale"
@@ -234,6 +242,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, help="LoCoMo JSON (../shared/data/locomo/locomo_dev.json)")
     parser.add_argument("--conversations", type=int, default=None, help="only the first N conversations")
+    deep_options(parser)
     parser.add_argument(
         "--scale-messages", type=int, default=0, help="also time a home with this many archived messages"
     )
@@ -245,7 +254,8 @@ def main() -> int:
         workdir = args.workdir or Path(scratch)
         result: dict = {}
         if args.data:
-            result |= bench_quality(args.data, workdir / f"run-{int(time.time())}", args.conversations)
+            run = workdir / f"run-{int(time.time())}"
+            result |= bench_quality(args.data, run, args.conversations, deep_settings(args))
         if args.scale_messages:
             result |= bench_scale(workdir, args.scale_messages, args.scale_memories, args.scale_questions)
     print(json.dumps(result))

@@ -44,6 +44,9 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ".doctor": (
         "diagnose",
     ),
+    ".embeddings.cross_encoder": (
+        "CrossEncoderMissing",
+    ),
     ".errors": (
         "ConfigError", "InvalidArgument", "MnemoError", "StorageUnavailable", "TierUnavailable",
     ),
@@ -137,6 +140,9 @@ if TYPE_CHECKING:
     from .doctor import (
         diagnose,
     )
+    from .embeddings.cross_encoder import (
+        CrossEncoderMissing,
+    )
     from .errors import (
         ConfigError,
         InvalidArgument,
@@ -171,10 +177,6 @@ if TYPE_CHECKING:
         ScriptedToolCall,
         ToolCall,
     )
-    from .recollection import (
-        Recalled,
-        RecalledMessage,
-    )
     from .loop import (
         Conversation,
         HostTool,
@@ -193,6 +195,10 @@ if TYPE_CHECKING:
         ProviderCapabilities,
         ProviderError,
         ProviderRegistry,
+    )
+    from .recollection import (
+        Recalled,
+        RecalledMessage,
     )
     from .safety import (
         MEMORY_CONTEXT_TAG,
@@ -237,6 +243,7 @@ __all__ = [
     "BlockedContent",
     "ChatResponse",
     "ConfigError",
+    "CrossEncoderMissing",
     "ConfigField",
     "ContextScrubber",
     "Conversation",

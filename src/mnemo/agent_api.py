@@ -119,6 +119,7 @@ class TypedMemoryAPI:
         since: Any = None,
         until: Any = None,
         include_history: bool = False,
+        deep: bool = False,
     ) -> list[Recalled]:
         """What this scope keeps that is most relevant to ``query``, best first, as the per-turn context and
         the ``recall`` tool rank it: :class:`~mnemo.graph.RecalledMemory` records (memories) and
@@ -127,13 +128,16 @@ class TypedMemoryAPI:
 
         ``limit`` is 1 to 50; ``types`` one memory type or several (memories only, then); ``since`` /
         ``until`` bound the time (ISO 8601, a datetime or Unix seconds); ``include_history`` adds superseded
-        versions. A bad argument raises :class:`~mnemo.errors.InvalidArgument` naming it.
+        versions. ``deep`` reorders the best 10 with a local cross-encoder (``pip install 'mnemo-local[deep]'``,
+        else :class:`~mnemo.CrossEncoderMissing`) when the whole call fits in the ``recall_deep_ms`` setting,
+        and otherwise keeps the first ranking. A bad argument raises :class:`~mnemo.errors.InvalidArgument` naming it.
         """
         archive = self._archive_or_none()
         return recall_everything(
             self._graph(), archive.archive if archive is not None else None, query, limit=limit, types=types,
             since=since, until=until, include_history=include_history,
             in_context=archive.in_context() if archive is not None else None,
+            deep=deep, deep_timeout=self.settings.recall_deep_ms / 1000,
         )  # fmt: skip
 
     def get_memory(self, memory_id: str) -> Memory:

@@ -106,6 +106,11 @@ class Settings(BaseModel):
     archive_enabled: bool = True
     graph_enabled: bool = True
     graph_context_chars: int = Field(1500, ge=0)
+    # deep recall (pip install 'mnemo-local[deep]'): a local cross-encoder reorders recall's best 10 when the
+    # whole call fits in recall_deep_ms (past it, the first ranking stands); recall_deep turns it on for
+    # per-turn context too (recall(deep=True) and the recall tool's deep flag ask for it per call)
+    recall_deep: bool = False
+    recall_deep_ms: int = Field(300, ge=1)
 
     # graph maintenance (decay, pruning, links, merges) at session start when due (0: never), and the
     # bulletin frozen into the system prompt (0 characters: none)

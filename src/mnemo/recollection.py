@@ -17,6 +17,8 @@ context, :meth:`mnemo.AgentMemory.recall` and the ``recall`` tool all come here.
 - **The newer statement first.** Of two results that say different things about one subject, the later
   is lifted above the earlier (:mod:`mnemo.graph.newer`); the earlier stays in the list. Per-turn context
   shows what it picked newest first instead.
+- **Deep recall, opt-in.** ``deep=True`` has a local cross-encoder read the best candidates again beside the
+  query and reorder them, within a deadline (:mod:`mnemo.deep_recall`); past it, the first ranking stands.
 
 :func:`render_context` turns the result into per-turn context within a character budget, newest first, each
 line dated and each message under the session it was said in (so ``session_search`` can open it).
@@ -25,11 +27,14 @@ line dated and each message under the session it was said in (so ``session_searc
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import Future, wait
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from . import deep_recall
 from ._time import iso
 from .errors import InvalidArgument
 from .graph.newer import later_first
@@ -98,6 +103,8 @@ def recall_everything(
     include_history: bool = False,
     catch_up: bool = True,
     newer_first: bool = True,
+    deep: bool = False,
+    deep_timeout: float = deep_recall.TIMEOUT,
 ) -> list[Recalled]:
     """The memories of ``graph`` and the archived messages of ``archive`` most relevant to ``query``, best
     first, at most ``limit`` (1 to ``MAX_RECALL_LIMIT``); either store may be ``None``.
@@ -108,12 +115,18 @@ def recall_everything(
     without first embedding pending memories (see :meth:`~mnemo.graph.MemoryGraph.recall`). ``newer_first``
     lifts the later of two results that disagree about one subject above the earlier. Bad arguments raise
     :class:`~mnemo.errors.InvalidArgument` naming them.
+
+    ``deep`` reorders the best candidates with the cross-encoder (:func:`mnemo.deep_recall.reranked`) if it
+    answers within ``deep_timeout`` seconds of this call's start; it reads a memory's content and a message's
+    best window of :data:`~mnemo.deep_recall.READ_CHARS`. With ``catch_up`` it first loads the model (raising
+    :class:`~mnemo.CrossEncoderMissing` when it is not installed); without, it never waits for the load.
     """
+    deadline = time.monotonic() + deep_timeout
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_RECALL_LIMIT:
         raise InvalidArgument("limit", f"must be an integer between 1 and {MAX_RECALL_LIMIT}")
     if not isinstance(query, str):
         raise InvalidArgument("query", f"must be a string, got {type(query).__name__}")
-    pool = max(limit, _MIN_POOL)
+    pool = max(limit, _MIN_POOL, deep_recall.POOL if deep else 0)
     pending: Future[list[Hit]] | None = None
     if archive is not None and types is None and query.strip():
         pending = _in_thread(
@@ -139,8 +152,19 @@ def recall_everything(
         if hit.message.text.strip() and not _said_after_untrusted(hit.message.extra)
     ]
     merged = merge_ranked([[(m, m.score) for m in memories], [(m, m.score) for m in messages]])
-    found = _once_each(merged)[:limit]
+    found = _once_each(merged)
+    if deep:
+        texts = {hit.message.id: hit.message.text for hit in hits}
+        read = partial(_deep_text, texts, stems)
+        found = deep_recall.reranked(found, query, deadline, read, wait_for_model=catch_up)
+    found = found[:limit]
     return _newer_above_older(found) if newer_first else found
+
+
+def _deep_text(texts: Mapping[int, str], stems: Collection[str], item: Recalled) -> str:
+    if isinstance(item, RecalledMessage):
+        return best_passage(texts[item.message_id], stems, deep_recall.READ_CHARS)
+    return item.content
 
 
 T = TypeVar("T")
@@ -254,12 +278,17 @@ def turn_context(
     most: int,
     frozen: Collection[str] = frozenset(),
     in_context: tuple[str, int] | None = None,
+    deep_timeout: float | None = None,
 ) -> TurnContext:
     """The per-turn context for ``message``, as the graph provider adds it: :func:`recall_everything` (``most``
     candidates, plus room for those left out), less the memories whose text (see :func:`comparable`)
     is in ``frozen`` (the curated snapshot the system prompt already shows), rendered within ``budget``
     characters and ``most`` items by :func:`render_context`. It never waits to embed pending memories: the
-    graph's provider embeds them after each turn."""
+    graph's provider embeds them after each turn.
+
+    With ``deep_timeout`` (seconds), the candidates are reordered by deep recall within it; the turn never
+    waits for the model to load, and without the model installed it is told once in the log and the first
+    ranking stands."""
     # Fetching twice ``most`` reached the same evidence on LoCoMo dev (0.782 / 0.661 any / all either way) for
     # 60% more candidates to read and rank each turn.
     limit = min(most + len(frozen), MAX_RECALL_LIMIT)
@@ -267,8 +296,9 @@ def turn_context(
         # Not lifted: the context lists what it shows newest first anyway, and lifting only changed which
         # candidates made the cut (LoCoMo dev per-turn any / all 0.811 / 0.689 without, 0.809 / 0.687 with).
         recall_everything(
-            graph, archive, message, limit=limit, in_context=in_context, catch_up=False, newer_first=False
-        )
+            graph, archive, message, limit=limit, in_context=in_context, catch_up=False, newer_first=False,
+            deep=deep_timeout is not None, deep_timeout=deep_timeout or deep_recall.TIMEOUT,
+        )  # fmt: skip
         if message.strip()
         else []
     )

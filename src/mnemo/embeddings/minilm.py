@@ -223,6 +223,12 @@ def _model_path() -> Path:
 
 
 def _open_session(threads: int) -> Any:
+    return open_onnx_session(_model_path(), threads)
+
+
+def open_onnx_session(path: Path, threads: int) -> Any:
+    """An onnxruntime session on the model file ``path``, using at most ``threads`` threads, set up for a
+    small machine shared with other work (shared by every local model mnemo runs)."""
     # Left on, onnxruntime writes a device id and a telemetry database under ~/.cache/Microsoft on import:
     # files outside mnemo's home that nobody asked for. Off unless the process already chose otherwise.
     os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
@@ -230,7 +236,7 @@ def _open_session(threads: int) -> Any:
         import onnxruntime
     except ImportError as exc:
         raise ConfigError(
-            f"embedding large batches needs the package onnxruntime ({exc.name} is missing): "
+            f"running a local model needs the package onnxruntime ({exc.name} is missing): "
             "reinstall mnemo or pip install onnxruntime"
         ) from exc
     options = onnxruntime.SessionOptions()
@@ -241,7 +247,7 @@ def _open_session(threads: int) -> Any:
     # Spin-waiting workers burn the CPU that the caller's other threads (and other processes on a small
     # machine) need between calls; measured here, it made latency worse under load, never better.
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    return onnxruntime.InferenceSession(str(_model_path()), sess_options=options, providers=["CPUExecutionProvider"])
+    return onnxruntime.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
 
 
 def _check_texts(texts: Sequence[str]) -> None:

@@ -24,7 +24,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..database import refuse_old_config_key
+from ..deep_recall import TIMEOUT as DEEP_TIMEOUT
 from ..embeddings import named_embedder, preload
+from ..embeddings.cross_encoder import shared_cross_encoder
 from ..errors import ConfigError, MnemoError
 from ..graph.backfill import backfill
 from ..graph.bulletin import session_bulletin, synthesize_with
@@ -111,6 +113,9 @@ class GraphProvider:
         self._owned_llm: Any = None
         # Stamps the model's writes and holds the untrusted ones (an AgentMemory gives its session's).
         self.gate: WriteGate = MODEL_WRITES
+        # Deep recall's deadline (the recall tool's deep flag), and whether per-turn context uses it too.
+        self.deep_timeout = DEEP_TIMEOUT
+        self.deep_per_turn = False
 
     @classmethod
     def from_settings(
@@ -129,6 +134,8 @@ class GraphProvider:
         if embedder is None:
             embedder = named_embedder(settings.graph_embedder, cache_dir=settings.cache_directory)
         provider = cls(embedder=embedder, context_chars=settings.graph_context_chars, archive=archive)
+        provider.deep_timeout = settings.recall_deep_ms / 1000
+        provider.deep_per_turn = settings.recall_deep
         provider.maintenance = {
             "interval_hours": settings.maintenance_interval_hours,
             "prune_below": settings.prune_below,
@@ -197,6 +204,8 @@ class GraphProvider:
             self._graph = self._graph.with_scope(scope)
         if "frozen_entries" in config:
             self.set_frozen_entries(config["frozen_entries"])
+        if self.deep_per_turn:
+            shared_cross_encoder().preload()  # per-turn recall never waits for the load
         if config.get("memories_dir"):
             try:
                 imported = import_curated(self.graph, config["memories_dir"])
@@ -299,6 +308,7 @@ class GraphProvider:
         found = turn_context(
             self.graph, self._archive_store(), user_message, budget=self.context_chars, most=self.enrich_limit,
             frozen=self._frozen, in_context=self._archive.in_context() if self._archive is not None else None,
+            deep_timeout=self.deep_timeout if self.deep_per_turn else None,
         )  # fmt: skip
         return found.text or None
 
@@ -307,7 +317,7 @@ class GraphProvider:
         a JSON string."""
         in_context = self._archive.in_context() if self._archive is not None else None
         return handle_graph_call(self.graph, name, arguments, archive=self._archive_store(), in_context=in_context,
-                                 gate=self.gate)
+                                 gate=self.gate, deep_timeout=self.deep_timeout)
 
     def on_memory_write(self, action: str, target: str, content: str, old_text: str | None = None) -> None:
         """Mirror one accepted curated write into the graph."""

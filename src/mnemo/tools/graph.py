@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from ..deep_recall import TIMEOUT as DEEP_TIMEOUT
 from ..errors import InvalidArgument, MnemoError, excerpt
 from ..graph.errors import BlockedContent
 from ..graph.recalled import DEFAULT_RECALL_LIMIT, MAX_RECALL_LIMIT
@@ -36,6 +37,10 @@ _RELATION_HELP = (
 
 _schema = function_schema
 
+_DEEP_DESCRIPTION = (
+    "Reorder the best results by reading each together with the query (slower; puts the one that answers "
+    "first more often)."
+)
 
 RECALL_TOOL_SCHEMA = _schema(
     "recall",
@@ -50,6 +55,7 @@ RECALL_TOOL_SCHEMA = _schema(
         "until": {"type": "string", "description": "Only memories created at or before this ISO 8601 date."},
         "limit": {"type": "integer", "minimum": 1, "maximum": MAX_RECALL_LIMIT, "description": "At most this many results (default 8)."},
         "include_history": {"type": "boolean", "description": "Also return superseded older versions."},
+        "deep": {"type": "boolean", "description": _DEEP_DESCRIPTION},
     },
     ["query"],
 )
@@ -136,6 +142,7 @@ class _Sessions(NamedTuple):
 
     archive: Archive | None = None
     in_context: tuple[str, int] | None = None
+    deep_timeout: float = DEEP_TIMEOUT
 
 
 _NO_SESSIONS = _Sessions()
@@ -153,6 +160,8 @@ def _recall(graph: MemoryGraph, args: dict[str, Any], gate: WriteGate, sessions:
         since=_optional_string(args, "since"),
         until=_optional_string(args, "until"),
         include_history=args.get("include_history", False),
+        deep=args.get("deep", False),
+        deep_timeout=sessions.deep_timeout,
     )
     message = f"{len(found)} found." if found else "Nothing matching found."
     return success(count=len(found), results=[item.as_tool_dict() for item in found], message=message)
@@ -233,12 +242,14 @@ def handle_graph_call(
     archive: Archive | None = None,
     in_context: tuple[str, int] | None = None,
     gate: WriteGate = MODEL_WRITES,
+    deep_timeout: float = DEEP_TIMEOUT,
 ) -> str:
     """Run the graph tool ``name`` against ``graph``; return the JSON result for the model. ``recall`` also
     searches ``archive``'s earlier sessions, leaving out ``in_context`` (``(session_id, message_id)``: that
     session's messages after that id). ``gate`` stamps what ``remember`` writes and holds an untrusted write
-    for review (see :mod:`mnemo.review`)."""
-    handler = partial(_recall, sessions=_Sessions(archive, in_context)) if name == "recall" else _HANDLERS.get(name)
+    for review (see :mod:`mnemo.review`). ``deep_timeout`` bounds ``recall``'s deep flag, in seconds."""
+    sessions = _Sessions(archive, in_context, deep_timeout)
+    handler = partial(_recall, sessions=sessions) if name == "recall" else _HANDLERS.get(name)
     if handler is None:
         return failure(f"unknown graph tool {excerpt(name)} (tools: {', '.join(_HANDLERS)})")
     try:
