@@ -239,11 +239,13 @@ def _raw_tool_calls(home, calls: list[dict]) -> list[dict]:
         lines += [{"jsonrpc": "2.0", "id": 10 + i, "method": "tools/call", "params": p} for i, p in enumerate(calls)]
         process.stdin.write(b"".join(json.dumps(line).encode() + b"\n" for line in lines))
         process.stdin.flush()
-        answers = [json.loads(process.stdout.readline()) for _ in range(len(calls) + 1)][1:]
+        answers = [json.loads(process.stdout.readline()) for _ in range(len(calls) + 1)]
     finally:
         process.stdin.close()
         process.wait(timeout=60)
-    return answers
+    # The server may answer concurrent calls in any order: each answer is matched to its request by id.
+    by_id = {answer["id"]: answer for answer in answers}
+    return [by_id[10 + i] for i in range(len(calls))]
 
 
 def test_explicit_null_arguments_are_refused_but_left_out_arguments_mean_none(home):
