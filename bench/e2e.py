@@ -3,7 +3,8 @@
     python bench/e2e.py --data ../shared/data/locomo/locomo_dev.json
     python bench/e2e.py --data FILE --scale-messages 100000 --scale-memories 10000 --workdir /tmp/e2e
 
-**Quality.** Each LoCoMo conversation is one user of one home. Speaker A is the user, speaker B the
+**Quality.** Each LoCoMo conversation is one user; all of them share one home (``--homes own``: each its own
+home), and every user's questions are asked once all of them have been fed. Speaker A is the user, speaker B the
 assistant: each run of A's turns is one user message, the run of B's turns after it the reply (a session
 opening with B has an empty user message). Every LoCoMo session is one ``AgentMemory`` session:
 ``prepare_messages(user, history)`` then ``turn_complete(user, reply)`` per exchange, ``close()`` at its end,
@@ -83,16 +84,23 @@ def _conversation(sample: dict) -> tuple[str, list[tuple[str, list[tuple[Message
     return user, sessions
 
 
-def bench_quality(path: Path, workdir: Path, conversations: int | None, deep: dict | None = None) -> dict:
+def bench_quality(
+    path: Path, workdir: Path, conversations: int | None, deep: dict | None = None, homes: str = "shared"
+) -> dict:
     samples = json.loads(path.read_text(encoding="utf-8"))[:conversations]
-    home = workdir / "locomo-home"
-    home.mkdir(parents=True, exist_ok=True)
     tally = Tally()
     turn_ms: list[float] = []
     started = time.perf_counter()
-    for sample in samples:
+    fed = []
+    for index, sample in enumerate(samples):
+        home = workdir / ("locomo-home" if homes == "shared" else f"locomo-home-{index}")
+        home.mkdir(parents=True, exist_ok=True)
         record, fed_ms = feed(home, *_conversation(sample))
         turn_ms += fed_ms
+        fed.append((home, record, sample))
+    # Asked once every user is in: in a shared home each user's ranking meets the others' words in the
+    # full-text statistics, as in a gateway that has been running a while.
+    for home, record, sample in fed:
         questions = [(question, evidence) for _category, evidence, question, _qa in _scored_questions(sample)]
         for evidence, shown in ask_all(home, record, questions, deep=deep):
             tally.add(set(evidence), shown)
@@ -242,6 +250,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, help="LoCoMo JSON (../shared/data/locomo/locomo_dev.json)")
     parser.add_argument("--conversations", type=int, default=None, help="only the first N conversations")
+    parser.add_argument(
+        "--homes", choices=("shared", "own"), default="shared",
+        help="every user in one home (a gateway, the default) or each in a home of its own (a personal agent)",
+    )
     deep_options(parser)
     parser.add_argument(
         "--scale-messages", type=int, default=0, help="also time a home with this many archived messages"
@@ -255,7 +267,7 @@ def main() -> int:
         result: dict = {}
         if args.data:
             run = workdir / f"run-{int(time.time())}"
-            result |= bench_quality(args.data, run, args.conversations, deep_settings(args))
+            result |= bench_quality(args.data, run, args.conversations, deep_settings(args), args.homes)
         if args.scale_messages:
             result |= bench_scale(workdir, args.scale_messages, args.scale_memories, args.scale_questions)
     print(json.dumps(result))
