@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from mnemo.embeddings.minilm import open_onnx_session
+from mnemo.embeddings.onnx_session import open_onnx_session
 from mnemo.embeddings.wordpiece import WordPieceTokenizer
 from mnemo.errors import ConfigError
 

