@@ -133,6 +133,12 @@ def test_the_recall_tools_deep_flag_without_the_model_is_a_json_error(tmp_path: 
     assert result["success"] is False and "mnemo-local[deep]" in result["error"]
 
 
+def test_the_recall_tools_deep_flag_that_is_not_a_boolean_is_refused_by_name(tmp_path: Path) -> None:
+    with AgentMemory.open("s1", home=tmp_path, user_id="ada", **FAST) as memory:
+        result = json.loads(memory.handle_tool_call("recall", {"query": QUESTION, "deep": "yes"}))
+    assert result["success"] is False and result["field"] == "deep"
+
+
 def _context(memory: AgentMemory, question: str) -> str:
     return memory.prepare_messages(question, [])[-1]["content"][len(question) :]
 

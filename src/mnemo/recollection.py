@@ -126,6 +126,8 @@ def recall_everything(
         raise InvalidArgument("limit", f"must be an integer between 1 and {MAX_RECALL_LIMIT}")
     if not isinstance(query, str):
         raise InvalidArgument("query", f"must be a string, got {type(query).__name__}")
+    if not isinstance(deep, bool):
+        raise InvalidArgument("deep", "must be true or false")
     pool = max(limit, _MIN_POOL, deep_recall.POOL if deep else 0)
     pending: Future[list[Hit]] | None = None
     if archive is not None and types is None and query.strip():
