@@ -1,5 +1,6 @@
-"""The archive's message vectors are searched from a vector file beside the database: a new process
-answers as before, deleted sessions leave no vector behind in it, and a damaged file is rebuilt."""
+"""The archive's message vectors are searched from a vector file beside the database, one per scope: a new
+process answers as before, deleted sessions leave no vector behind in it, a damaged file is rebuilt, and one
+user's many messages never crowd another's out of the vector channel."""
 
 from __future__ import annotations
 
@@ -7,14 +8,22 @@ import numpy as np
 
 from graph._support import ConceptEmbedder
 from mnemo.backends.sqlite.archive import SessionArchive
-from mnemo.embeddings.vector_file import HEADER_BYTES, row_dtype, vector_file_status, vector_files
+from mnemo.embeddings.vector_file import (
+    HEADER_BYTES,
+    directory_for,
+    file_name,
+    row_dtype,
+    vector_file_status,
+    vector_files,
+)
+from mnemo.scope import Scope
 
 TEXTS = ("A hound barked all night", "The puppy chewed a shoe", "We drove the sedan to Paris",
          "An espresso after lunch", "Berlin in the spring", "The vehicle needs new tyres")  # fmt: skip
 
 
-def _archive(path) -> SessionArchive:
-    return SessionArchive(path, embedder=ConceptEmbedder())
+def _archive(path, scope: Scope | None = None) -> SessionArchive:
+    return SessionArchive(path, embedder=ConceptEmbedder(), scope=scope)
 
 
 def _hits(archive: SessionArchive) -> list[list[int]]:
@@ -62,3 +71,36 @@ def test_a_damaged_vector_file_is_rebuilt_with_the_same_answers(tmp_path):
     with _archive(path) as archive:
         assert _hits(archive) == before
     assert vector_file_status(file).state == "ok"
+
+
+def test_each_scope_searches_a_vector_file_of_its_own(tmp_path):
+    path = tmp_path / "state.db"
+    for user, texts in (("alice", TEXTS[:2]), ("bob", TEXTS[2:])):
+        with _archive(path, Scope(user)) as archive:
+            archive.append_many(archive.start_session(), [{"role": "user", "content": t} for t in texts])
+            archive.embed_pending()
+            archive.search_messages("canine")
+    assert sorted(vector_file_status(file).rows for file in vector_files(path)) == [2, 4]
+
+
+def test_another_scopes_nearer_messages_do_not_crowd_a_readers_own_out(tmp_path):
+    path = tmp_path / "state.db"
+    with _archive(path, Scope("bob")) as bob:
+        # More messages than a search takes candidates, each nearer to "canine" than alice's one.
+        bob.append_many(bob.start_session(), [{"role": "user", "content": f"dog number {n}"} for n in range(150)])
+        bob.embed_pending()
+    with _archive(path, Scope("alice")) as alice:
+        alice.append_many(alice.start_session(), [{"role": "user", "content": "The hound slept in the sedan"}])
+        alice.embed_pending()
+        assert [h.message.content for h in alice.search_messages("canine")] == ["The hound slept in the sedan"]
+
+
+def test_the_file_of_every_scopes_vectors_an_earlier_version_kept_is_removed(tmp_path):
+    path = tmp_path / "state.db"
+    _filled(path)
+    embedder = ConceptEmbedder()
+    unscoped = directory_for(path) / file_name(f"archive\x1f{embedder.name}\x1f{embedder.dim}")
+    unscoped.write_bytes(b"vectors of every scope")
+    with _archive(path) as archive:
+        assert not unscoped.exists()
+        assert _hits(archive)[0] != []

@@ -1,4 +1,4 @@
-"""The archive's vector channel: message embeddings stored in ``message_vectors``, searched from a file.
+"""The archive's vector channel: message embeddings stored in ``message_vectors``, searched from a file per scope.
 
 Used only when a :class:`~mnemo.backends.sqlite.archive.SessionArchive` is given an embedder. Messages are embedded lazily
 and in bounded batches (at search time unless ``embed_at_search`` is off, or by
@@ -8,6 +8,10 @@ text. SQLite is the truth;
 the vectors of the model are searched from a memory-mapped vector file beside the database (see
 :mod:`mnemo.embeddings.synced`), caught up on vectors written by any process by reading rows with a higher
 ``seq``, so a new process does not read them all from SQLite before its first search.
+
+Each scope (see :mod:`mnemo.scope`) has files of its own, as the graph's do: searched together, the
+nearest messages of a home shared by many users are mostly other users', and a reader's own were left
+out of the channel once they were filtered away.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ from .. import _db
 from ..embeddings.queries import query_vectors_of
 from ..embeddings.synced import SyncedVectors, owners_of, table_top
 from ..embeddings.vector_file import file_name
+from ..scope import Scope
+from .search import SESSION_SCOPE_CLAUSE
 
 if TYPE_CHECKING:
     from ..embeddings.protocol import Embedder
@@ -42,19 +48,23 @@ _PENDING = (
 
 @dataclass(frozen=True, slots=True)
 class MessageVectorSource:
-    """The ``message_vectors`` rows of one model (a :class:`~mnemo.embeddings.synced.VectorSource`)."""
+    """The ``message_vectors`` rows of one scope and model (a :class:`~mnemo.embeddings.synced.VectorSource`)."""
 
+    scope: Scope
     model: str
     dim: int
 
     @property
     def key(self) -> str:
-        return "\x1f".join(("archive", self.model, str(self.dim)))
+        return "\x1f".join(("archive", *self.scope.as_params(), self.model, str(self.dim)))
 
     def rows_after(self, conn: sqlite3.Connection, seq: int) -> list[tuple[int, Hashable, bytes]]:
         return conn.execute(
-            "SELECT seq, message_id, vector FROM message_vectors WHERE seq > ? AND model = ? AND dim = ? ORDER BY seq",
-            (seq, self.model, self.dim),
+            # CROSS JOIN fixes the loop order: walk the new vectors by seq, then check each one's scope.
+            "SELECT v.seq, v.message_id, v.vector FROM message_vectors v CROSS JOIN messages m ON m.id = v.message_id"
+            f" CROSS JOIN sessions s ON s.id = m.session_id WHERE v.seq > ? AND v.model = ? AND v.dim = ?"
+            f" AND {SESSION_SCOPE_CLAUSE} ORDER BY v.seq",
+            (seq, self.model, self.dim, *self.scope.as_params()),
         ).fetchall()
 
     def top(self, conn: sqlite3.Connection) -> int:
@@ -65,12 +75,28 @@ class MessageVectorSource:
 
 
 class MessageVectors:
-    """Embeddings of archived messages for one model, in a vector file under ``directory`` (in memory when
-    it is None); the caller holds the connection's lock."""
+    """Embeddings of archived messages for one model, searched within one scope from a vector file under
+    ``directory`` (in memory when it is None); the caller holds the connection's lock.
 
-    def __init__(self, embedder: Embedder, directory: Path | None = None, *, embed_at_search: bool = True) -> None:
+    Embedding is not confined to the scope: :meth:`embed_pending` embeds every message that waits, whoever's.
+    """
+
+    def __init__(
+        self,
+        embedder: Embedder,
+        directory: Path | None = None,
+        *,
+        scope: Scope | None = None,
+        embed_at_search: bool = True,
+    ) -> None:
         self.embedder = embedder
         self.directory = directory
+        self.scope = scope if scope is not None else Scope()
+        if directory is not None:
+            # The file of every scope's vectors kept before files were per scope: nothing reads it any more,
+            # and it is as large as all of them together.
+            unscoped = "\x1f".join(("archive", embedder.name, str(embedder.dim)))
+            (directory / file_name(unscoped)).unlink(missing_ok=True)
         # Off where something else embeds new messages (an agent's archive does after each turn): a search
         # then never waits on a backlog.
         self.embed_at_search = embed_at_search
@@ -84,7 +110,7 @@ class MessageVectors:
             return conn.execute(f"SELECT COUNT(*) {_PENDING}", (0, self.embedder.name, self.embedder.dim)).fetchone()[0]
 
     def _partition(self, model: str, dim: int) -> SyncedVectors:
-        source = MessageVectorSource(model, dim)
+        source = MessageVectorSource(self.scope, model, dim)
         return SyncedVectors(source, None if self.directory is None else self.directory / file_name(source.key))
 
     def embed_pending(
@@ -135,8 +161,8 @@ class MessageVectors:
         self._erase(conn, replaced)
 
     def search(self, conn: sqlite3.Connection, query: str, k: int) -> list[tuple[int, float]]:
-        """The ``k`` messages most similar to ``query`` as ``(message_id, cosine)``, best first (unfiltered:
-        deleted or filtered-out messages are dropped by the caller)."""
+        """The ``k`` messages of the scope most similar to ``query`` as ``(message_id, cosine)``, best first
+        (not filtered otherwise: deleted or filtered-out messages are dropped by the caller)."""
         if not query.strip() or k <= 0:
             return []
         if self.embed_at_search:

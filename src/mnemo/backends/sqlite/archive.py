@@ -62,9 +62,6 @@ class SessionArchive(Archive):
         self.location = str(self.path)
         self.scope = scope if scope is not None else Scope()
         self._lock = threading.RLock()
-        self._vectors = (
-            MessageVectors(embedder, directory_for(self.path), embed_at_search=embed_at_search) if embedder is not None else None
-        )
         self._conn: sqlite3.Connection | None = connect_owned(self.path)
         try:
             _db.migrate(self._conn, schema.COMPONENT, schema.MIGRATIONS)
@@ -73,6 +70,12 @@ class SessionArchive(Archive):
             self._conn.close()
             self._conn = None
             raise
+        # Only once the file is known to be mnemo's: the vectors tidy their directory beside it.
+        self._vectors = (
+            MessageVectors(embedder, directory_for(self.path), scope=self.scope, embed_at_search=embed_at_search)
+            if embedder is not None
+            else None
+        )
 
     _SESSION_ORDER = "s.rowid"
 
