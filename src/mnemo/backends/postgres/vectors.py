@@ -4,7 +4,9 @@ As on SQLite, messages are embedded lazily in bounded batches (at search time, o
 :meth:`PostgresMessageVectors.embed_pending`), so appending costs nothing extra. The nearest neighbours come
 from an HNSW index (cosine distance) built per embedding model: a partial index over that model's rows with
 the column cast to its dimension at half precision, since one table holds the vectors of whichever models a
-team has used (:class:`HnswIndex`, which the graph's vectors use too).
+team has used (:class:`HnswIndex`, which the graph's vectors use too). Every scope's vectors share that index;
+a search is confined to its archive's scope in the query itself, so a reader among many users of one home gets
+its own nearest messages rather than a share of everyone's.
 """
 
 from __future__ import annotations
