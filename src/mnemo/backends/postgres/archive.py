@@ -58,7 +58,9 @@ class PostgresArchive(Archive):
             self.close()
             raise
         self._vectors = (
-            PostgresMessageVectors(embedder, self._database, embed_at_search=embed_at_search) if embedder is not None else None
+            PostgresMessageVectors(embedder, self._database, scope=self.scope, embed_at_search=embed_at_search)
+            if embedder is not None
+            else None
         )
         self._terms = TermStatistics("messages", "id")
 
