@@ -1,6 +1,7 @@
 """The retrieval engine shared by the session archive and the memory graph: safe FTS5 queries,
 natural-language term extraction, CJK detection, and the hybrid ranking (:class:`Fusion`)."""
 
+from .bm25 import bm25_idf
 from .fusion import Fusion, Placement, asks_question, merge_ranked, scale_similarity, scale_to_best, with_prior
 from .query import (
     MAX_QUERY_CHARS,
@@ -23,6 +24,7 @@ __all__ = [
     "ParsedQuery",
     "Placement",
     "asks_question",
+    "bm25_idf",
     "cjk_ngrams",
     "has_cjk",
     "meaningful_terms",

@@ -28,10 +28,11 @@ from ...database import table_owner
 from ...graph.engine import GraphEngine, Hits
 from ...graph.recall import COMMON_MATCHES
 from ...graph.schema import SCOPE_CLAUSE, scope_params
+from ...retrieval import bm25_idf
 from ...scope import Scope
 from . import graph_schema
 from .connection import Executor, PostgresDatabase, Session
-from .text_search import K1, ONE_OCCURRENCE, B, TermStatistics, bm25_idf, phrases
+from .text_search import K1, ONE_OCCURRENCE, B, TermStatistics, phrases
 from .vectors import build_hnsw, hnsw_index, vector_text
 
 if TYPE_CHECKING:

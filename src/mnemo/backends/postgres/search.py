@@ -32,9 +32,9 @@ from ...archive.search import (
     merge_matches,
     order_clause,
 )
-from ...retrieval import cjk_ngrams, has_cjk
+from ...retrieval import bm25_idf, cjk_ngrams, has_cjk
 from .connection import Executor
-from .text_search import K1, ONE_OCCURRENCE, B, TermStatistics, bm25_idf
+from .text_search import K1, ONE_OCCURRENCE, B, TermStatistics
 
 # Messages carry their session's scope and source (see mnemo.backends.postgres.archive_schema): no join to filter them.
 _MATCHES = "FROM messages m"

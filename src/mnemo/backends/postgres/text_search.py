@@ -127,13 +127,6 @@ def _operand(compiled: str) -> str:
     return compiled if _LEXEME.fullmatch(compiled) else f"( {compiled} )"
 
 
-def bm25_idf(documents: int, matches: float) -> float:
-    """Okapi BM25's inverse document frequency, floored just above zero as FTS5 floors it. ``matches`` may
-    come from a later snapshot or an estimate, so it is capped at ``documents``."""
-    matches = min(matches, documents)
-    return max(1e-6, math.log((documents - matches + 0.5) / (matches + 0.5)))
-
-
 class TermStatistics:
     """What a process keeps between queries about one table's ``search`` column: compiled queries, the share
     of rows holding each of the commonest words, and the average length of recent rows. The shares come from

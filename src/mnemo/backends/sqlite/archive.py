@@ -168,7 +168,7 @@ class SessionArchive(Archive):
     def _read_index(self, work: Callable[[Searcher], T]) -> T:  # type: ignore[override]
         # A damaged full-text index must not make search fail: rebuild it from the messages and retry once.
         with self._lock:
-            searcher = Searcher(self._db, trigram=self._trigram, vectors=self._vectors)
+            searcher = Searcher(self._db, trigram=self._trigram, scope=self.scope, vectors=self._vectors)
             try:
                 return work(searcher)
             except sqlite3.DatabaseError as exc:
