@@ -15,8 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from graph._support import ConceptEmbedder
 from mnemo import AgentMemory, RecalledMemory, RecalledMessage
 from mnemo.errors import InvalidArgument
+from mnemo.recollection import recall_everything
+from mnemo.storage import open_archive, open_graph
 
 FAST = {"graph_embedder": "none", "archive_embedder": "none"}
 
@@ -251,3 +254,27 @@ def test_recall_puts_the_newer_of_two_disagreeing_messages_first_and_keeps_the_e
         searched = memory.search_sessions("backup 2am")
     assert [("4am" in passage, "2am" in passage) for passage in found[:2]] == [(True, False), (False, True)]
     assert "first" in [hits.root.id for hits in searched]  # the earlier one is still found by search
+
+
+def test_the_side_whose_nearest_item_is_nearer_in_meaning_leads_the_merged_ranking(tmp_path: Path) -> None:
+    path = tmp_path / "mnemo.db"
+    with open_graph(path, embedder=ConceptEmbedder()) as graph, open_archive(path, embedder=ConceptEmbedder()) as archive:
+        graph.remember("The hound slept in the sedan")  # half about dogs: a fragment of what was said
+        session = archive.start_session()
+        archive.append_many(session, [{"role": "user", "content": "My puppy is a good dog"}])
+        archive.embed_pending()
+        found = recall_everything(graph, archive, "canine", limit=2)
+    assert [type(item) for item in found] == [RecalledMessage, RecalledMemory]
+
+
+def test_recalled_items_carry_their_similarity_to_the_query(tmp_path: Path) -> None:
+    path = tmp_path / "mnemo.db"
+    with open_graph(path, embedder=ConceptEmbedder()) as graph, open_archive(path, embedder=ConceptEmbedder()) as archive:
+        graph.remember("The hound slept in the sedan")
+        session = archive.start_session()
+        archive.append_many(session, [{"role": "user", "content": "My puppy is a good dog"}])
+        archive.embed_pending()
+        found = recall_everything(graph, archive, "canine", limit=2)
+    similarity = {type(item): item.similarity for item in found}
+    assert similarity[RecalledMessage] == pytest.approx(1.0, abs=1e-3)
+    assert similarity[RecalledMemory] == pytest.approx(0.5**0.5, abs=1e-3)

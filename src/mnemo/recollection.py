@@ -63,8 +63,9 @@ _MIN_POOL = 12
 @dataclass(frozen=True, slots=True)
 class RecalledMessage:
     """An archived message found by recall: who said it (``role``), in which session and when (Unix
-    seconds), its best-matching ``passage`` (the whole message when short), and how well it matched
-    (``score``, on the same scale as the :class:`~mnemo.graph.RecalledMemory` records it is ranked with)."""
+    seconds), its best-matching ``passage`` (the whole message when short), how well it matched (``score``,
+    on the same scale as the :class:`~mnemo.graph.RecalledMemory` records it is ranked with), and the cosine
+    of its embedding and the query's (``similarity``), where the vector channel found it."""
 
     message_id: int
     session_id: str
@@ -72,6 +73,7 @@ class RecalledMessage:
     passage: str
     score: float
     created_at: float
+    similarity: float | None = None
 
     def as_tool_dict(self) -> dict[str, Any]:
         """The JSON-ready form the ``recall`` tool returns."""
@@ -153,7 +155,8 @@ def recall_everything(
         for hit in hits
         if hit.message.text.strip() and not _said_after_untrusted(hit.message.extra)
     ]
-    merged = merge_ranked([[(m, m.score) for m in memories], [(m, m.score) for m in messages]])
+    lists: list[list[Recalled]] = [list(memories), list(messages)]
+    merged = merge_ranked([[(item, item.score) for item in items] for items in lists], _nearness(lists))
     found = _once_each(merged)
     if deep:
         texts = {hit.message.id: hit.message.text for hit in hits}
@@ -206,7 +209,21 @@ def _message(hit: Hit, stems: Collection[str]) -> RecalledMessage:
         passage=best_passage(message.text, stems, PASSAGE_CHARS),
         score=-hit.score,  # the archive ranks lower-is-better
         created_at=message.created_at,
+        similarity=hit.similarity,
     )
+
+
+def _nearness(lists: Sequence[Sequence[Recalled]]) -> list[float]:
+    """How close in meaning each list's nearest item is to the query, as a share of the nearest item of all
+    (1 for a list the vector channel found nothing in). Memories and messages are ranked on scales of their
+    own, but their embeddings are the same model's, so this is the one measure the two lists share. A memory
+    extracted from a long message is a fragment of it, and a long technical chat's nearest messages are much
+    nearer than such fragments; a short turn and the fact taken from it are about as near.
+    Per turn, any / all: BEAM dev 0.693 / 0.369 -> 0.765 / 0.436, the updated statement first 0.875 -> 1.000;
+    LoCoMo dev (homes of their own) 0.812 / 0.687 -> 0.804 / 0.683, the price of the trade."""
+    nearest = [max((i.similarity for i in items if i.similarity is not None), default=None) for items in lists]
+    top = max((n for n in nearest if n is not None), default=None)
+    return [n / top if n is not None and top else 1.0 for n in nearest]
 
 
 def _once_each(ranked: Sequence[tuple[Recalled, float]]) -> list[Recalled]:

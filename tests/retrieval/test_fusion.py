@@ -153,3 +153,9 @@ def test_merge_ranked_keeps_each_lists_own_order() -> None:
 
 def test_merge_ranked_of_empty_lists_is_empty() -> None:
     assert merge_ranked([[], []]) == []
+
+
+def test_merge_ranked_gives_a_weaker_lists_best_a_lower_place() -> None:
+    merged = merge_ranked([[("m1", 4.0), ("m2", 3.0)], [("a1", 0.5), ("a2", 0.1)]], [0.5, 1.0])
+    assert [item for item, _ in merged] == ["a1", "m1", "m2", "a2"]
+    assert [score for _, score in merged] == [1.0, 0.5, 0.375, 0.2]

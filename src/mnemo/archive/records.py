@@ -278,7 +278,8 @@ def _call_summary(call: Any) -> tuple[Any, Any]:
 
 @dataclass(frozen=True)
 class Hit:
-    """One matching message with its session, a highlighted snippet and its neighbours."""
+    """One matching message with its session, a highlighted snippet and its neighbours. ``similarity`` is the
+    cosine of the message's embedding and the query's, where the vector channel found the message."""
 
     message: StoredMessage
     session: SessionInfo
@@ -286,6 +287,7 @@ class Hit:
     score: float
     before: tuple[StoredMessage, ...] = ()
     after: tuple[StoredMessage, ...] = ()
+    similarity: float | None = None
 
     def to_dict(self, *, max_chars: int | None = 600) -> dict[str, Any]:
         return {

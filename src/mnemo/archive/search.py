@@ -150,7 +150,8 @@ class Match:
     """A matching message id with its score (lower is better) and highlighted snippet.
 
     ``table`` and ``fts_query`` say which index matched, so the snippet can be computed later and
-    only for the matches actually returned.
+    only for the matches actually returned. ``similarity`` is the cosine of the message's embedding and
+    the query's when the vector channel proposed it.
     """
 
     message_id: int
@@ -158,6 +159,7 @@ class Match:
     snippet: str | None = None
     table: str = ""
     fts_query: str = ""
+    similarity: float | None = None
 
 
 def order_clause(sort: str, score: str) -> str:
@@ -357,6 +359,10 @@ class BaseSearcher(ABC):
         (``similar``), neighbouring messages, questions and their replies, session evidence (including each
         session's full-text score for the topic words ``phrases``), and the messages of participants the
         ``query`` names. Time-sorted results are left as they are."""
+        if similar:  # the vector channel's score is the negated cosine
+            cosines = {m.message_id: -m.score for m in similar}
+            matches = [replace(m, similarity=cosines[m.message_id]) if m.message_id in cosines else m for m in matches]
+            similar = [replace(m, similarity=-m.score) for m in similar]
         if sort != "relevance" or len(matches) + len(similar) < 2:
             return [*matches, *(m for m in similar if m.message_id not in {x.message_id for x in matches})]
         by_id = {m.message_id: m for m in similar}
@@ -692,9 +698,11 @@ def _trigram_quote(term: str) -> str:
 
 
 def merge_matches(first: list[Match], second: list[Match], limit: int) -> list[Match]:
-    """Strict hits keep their lead; fallback hits fill the remaining places."""
+    """Strict hits keep their lead (and take the similarity the vector channel found for them); fallback hits
+    fill the remaining places."""
+    cosines = {m.message_id: m.similarity for m in second if m.similarity is not None}
+    merged = [replace(m, similarity=cosines.get(m.message_id, m.similarity)) for m in first]
     seen = {m.message_id for m in first}
-    merged = list(first)
     for match in second:
         if len(merged) >= limit:
             break

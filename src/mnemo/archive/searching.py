@@ -212,7 +212,9 @@ class ArchiveSearch:
             around = neighbours.get(message.session_id, [])
             first, last = (find(around, message.id, key=_message_id) for find in (bisect_left, bisect_right))
             before, after = tuple(around[max(0, first - context) : first]), tuple(around[last : last + context])
-            hits.append(Hit(message, sessions[message.session_id], match.snippet or "", match.score, before, after))
+            hits.append(Hit(
+                message, sessions[message.session_id], match.snippet or "", match.score, before, after, match.similarity
+            ))  # fmt: skip
         return hits
 
     def _neighbours(self, centres: Sequence[StoredMessage], context: int) -> dict[str, list[StoredMessage]]:

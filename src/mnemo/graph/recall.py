@@ -55,7 +55,8 @@ class RecallResult:
     ``graph`` the relevance passed along an edge); ``via`` names the edge for graph finds, as
     ``(seed_id, relation)``. ``status`` is ``"superseded"`` (a newer version ``updates`` it) or
     ``"disputed"`` (a newer memory ``contradicts`` it, or it contradicts a newer one), with ``newer_id``
-    the newer memory; otherwise both are ``None``.
+    the newer memory; otherwise both are ``None``. ``similarity`` is the cosine of the memory's embedding
+    and the query's, where the vector channel proposed it.
     """
 
     memory: Memory
@@ -64,6 +65,7 @@ class RecallResult:
     via: tuple[str, str] | None = None
     status: str | None = None
     newer_id: str | None = None
+    similarity: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready view for tools and the CLI."""
@@ -323,7 +325,7 @@ def search(
         via = None
         if memory.id in graph:
             channels["graph"], via = graph[memory.id]
-        results.append(RecallResult(memory, value, channels, via if "graph" in channels else None))
+        results.append(RecallResult(memory, value, channels, via, similarity=raw.get(VECTOR, {}).get(memory.id)))
     return mark_disagreements(conn, results)
 
 

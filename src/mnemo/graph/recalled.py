@@ -30,7 +30,8 @@ class RecalledMemory:
     is better), and what recall knows of it (importance, who it is about, when and where it was written,
     which channels found it, the newer version that supersedes it if any). ``status`` is ``"superseded"`` or
     ``"disputed"`` when a newer memory (``newer_id``) updates or contradicts it. ``said_in`` are the archived
-    messages an extracted memory came from (empty for one written directly). Times are Unix seconds."""
+    messages an extracted memory came from (empty for one written directly). ``similarity`` is the cosine of
+    its embedding and the query's, where the vector channel found it. Times are Unix seconds."""
 
     id: str
     content: str
@@ -45,6 +46,7 @@ class RecalledMemory:
     status: str | None = None
     newer_id: str | None = None
     said_in: tuple[SourceMessage, ...] = ()
+    similarity: float | None = None
 
     @classmethod
     def from_result(cls, result: RecallResult, said_in: Iterable[SourceMessage] = ()) -> RecalledMemory:
@@ -64,6 +66,7 @@ class RecalledMemory:
             status=result.status,
             newer_id=result.newer_id,
             said_in=tuple(said_in),
+            similarity=result.similarity,
         )
 
     def as_tool_dict(self) -> dict[str, Any]:

@@ -219,20 +219,24 @@ def with_prior(relevance: float, prior: float, share: float) -> float:
     return relevance * ((1.0 - share) + share * min(max(prior, 0.0), 1.0))
 
 
-def merge_ranked(lists: Sequence[Sequence[tuple[T, float]]]) -> list[tuple[T, float]]:
+def merge_ranked(
+    lists: Sequence[Sequence[tuple[T, float]]], strengths: Sequence[float] | None = None
+) -> list[tuple[T, float]]:
     """Lists each ranked by its own relevance (larger is better) as one list, best first.
 
     Every relevance is divided by its list's best, so each list's best item scores 1 and the rest keep
     their distance from it: relevances from separate rankings are not on one scale, but their ratios to
-    their own best are. Each list keeps its own order (an item a ranking lifted above a better-scored one,
-    such as the newer of two memories that disagree, stays above it: its score is capped by the one
-    before it); ties go to the first list."""
+    their own best are. ``strengths`` (one per list, 1 when not given) then scale whole lists, where the
+    caller has a measure the lists share of how good each one's best is. Each list keeps its own order (an
+    item a ranking lifted above a better-scored one, such as the newer of two memories that disagree, stays
+    above it: its score is capped by the one before it); ties go to the first list."""
     merged: list[tuple[float, int, int, T]] = []
     for which, ranked in enumerate(lists):
+        strength = 1.0 if strengths is None else strengths[which]
         best = max((score for _, score in ranked), default=0.0)
         ceiling = 1.0
         for position, (item, score) in enumerate(ranked):
             ceiling = min(ceiling, score / best if best > 0 else 0.0)
-            merged.append((ceiling, which, position, item))
+            merged.append((strength * ceiling, which, position, item))
     merged.sort(key=lambda entry: (-entry[0], entry[1], entry[2]))
     return [(item, score) for score, _, _, item in merged]
