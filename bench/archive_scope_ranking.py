@@ -21,7 +21,6 @@ planner and the column statistics see the tables as they are.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -30,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 import _postgres  # noqa: E402
 from archive import Synth, _percentile, _table  # noqa: E402
-from archive_scopes import SESSION_LENGTH, scope_of  # noqa: E402
+from archive_scopes import SESSION_LENGTH, home_arguments, scope_of  # noqa: E402
 from mnemo.storage import open_archive  # noqa: E402
 
 # A message as both databases know it: (the reader's session number, place in the session).
@@ -83,13 +82,7 @@ def ranked(url: str, index: int, keys: dict[int, Key], queries: list[str]) -> tu
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--database-url", default="embedded", help="a server for scratch databases, or embedded")
-    parser.add_argument("--scopes", type=int, default=20, help="users of the shared home")
-    parser.add_argument("--messages", type=int, default=500, help="messages per user")
-    parser.add_argument("--readers", type=int, default=5, help="users whose searches are measured")
-    parser.add_argument("--queries", type=int, default=40, help="queries per reader")
-    args = parser.parse_args()
+    args = home_arguments(__doc__, readers=5).parse_args()
     everyone = conversations(args.scopes, args.messages)
     readers = range(min(args.readers, args.scopes))
     same, shared_ms, alone_ms = [], [], []

@@ -103,7 +103,7 @@ class PostgresSearcher(BaseSearcher):
         return (sessions, messages) if shared else (numbered, newest)
 
     def _documents(self) -> int:
-        """How many messages a word's rarity is counted among: the scope's."""
+        """How many messages a word's rarity is counted among: the scope's (the table's, where it is alone)."""
         return self._totals()[1]
 
     def _run_fts(self, fts_query: str, limit: int, filters: Filters, sort: str) -> list[Match]:
