@@ -1,8 +1,9 @@
-"""Full-text ranking in a PostgreSQL archive shared by many users (a chat gateway): does each user get the ranking
-it would get alone, and what does a search cost?
+"""Full-text ranking in an archive shared by many users (a chat gateway), on PostgreSQL (or SQLite): does each user
+get the ranking it would get alone, and what does a search cost?
 
     python bench/archive_scope_ranking.py                          # 20 scopes x 500 messages, embedded server
     python bench/archive_scope_ranking.py --scopes 40 --messages 1000 --database-url postgresql://...
+    python bench/archive_scope_ranking.py --database-url sqlite     # the same on SQLite files
 
 Every scope (a user of the gateway) writes deterministic synthetic conversations (bench/archive.py's generator),
 each user with its own favourite words (which words of the vocabulary are common differs per user), the users'
@@ -11,18 +12,21 @@ scope. Then each reader's messages are written again, the same sessions in the s
 own. Each reader asks a fixed mix of queries (keywords, rare ids, questions) in both databases: the table gives the
 p50 / p95 of ``archive.search(query, limit=10)`` (grouped, as ``session_search`` asks) in the shared database (and
 alone, for reference), and the share of queries whose top 10 of ``search_messages`` in the shared database are the
-same messages in the same order as alone.
-No embedder: the vector channel is confined to the reader's scope already; what the other users change is how
-rare the full-text index says a word is.
+same messages in the same order as alone. No embedder: the vector channel is confined to the reader's scope
+already; what the other users change is how rare the full-text index says a word is.
 
-Both databases are vacuumed and analysed after the load (what autovacuum does by itself soon after), so the
-planner and the column statistics see the tables as they are.
+On PostgreSQL both databases are vacuumed and analysed after the load (what autovacuum does by itself soon after),
+so the planner and the column statistics see the tables as they are.
 """
 
 from __future__ import annotations
 
+import itertools
 import sys
+import tempfile
 import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
@@ -32,6 +36,7 @@ from archive import Synth, _percentile, _table  # noqa: E402
 from archive_scopes import SESSION_LENGTH, home_arguments, scope_of  # noqa: E402
 from mnemo.storage import open_archive  # noqa: E402
 
+Scratch = Callable[[], AbstractContextManager[str | Path]]
 # A message as both databases know it: (the reader's session number, place in the session).
 Key = tuple[int, int]
 
@@ -46,7 +51,25 @@ def conversations(scopes: int, per_scope: int) -> list[list[list[dict]]]:
     return out
 
 
-def write(url: str, sessions: dict[int, list[list[dict]]]) -> dict[int, dict[int, Key]]:
+@contextmanager
+def databases(url: str) -> Iterator[Scratch]:
+    """What makes an empty database for the run: on ``url``'s PostgreSQL server (or the embedded one), or, for
+    ``sqlite``, a new file in a temporary directory."""
+    if url != "sqlite":
+        with _postgres.server(url) as server:
+            yield lambda: _postgres.scratch_database(server)
+        return
+    with tempfile.TemporaryDirectory(prefix="mnemo-bench-") as directory:
+        numbers = itertools.count()
+
+        @contextmanager
+        def scratch() -> Iterator[Path]:
+            yield Path(directory) / f"{next(numbers)}.db"
+
+        yield scratch
+
+
+def write(url: str | Path, sessions: dict[int, list[list[dict]]]) -> dict[int, dict[int, Key]]:
     """``sessions`` per scope index written into ``url``, the scopes' sessions taking turns; for each scope, its
     message ids' keys. Statistics brought up to date."""
     archives = {index: open_archive(url, scope=scope_of(index)) for index in sessions}
@@ -58,16 +81,17 @@ def write(url: str, sessions: dict[int, list[list[dict]]]) -> dict[int, dict[int
                     archive = archives[index]
                     ids = archive.append_many(archive.start_session(source="cli"), own[number])
                     keys[index].update({mid: (number, place) for place, mid in enumerate(ids)})
-        with archives[next(iter(sessions))]._reading() as conn:
-            for table in ("messages", "sessions"):
-                conn.execute(f"VACUUM ANALYZE {table}")
+        if not isinstance(url, Path):
+            with archives[next(iter(sessions))]._reading() as conn:
+                for table in ("messages", "sessions"):
+                    conn.execute(f"VACUUM ANALYZE {table}")
     finally:
         for archive in archives.values():
             archive.close()
     return keys
 
 
-def ranked(url: str, index: int, keys: dict[int, Key], queries: list[str]) -> tuple[list[list[Key]], list[float]]:
+def ranked(url: str | Path, index: int, keys: dict[int, Key], queries: list[str]) -> tuple[list[list[Key]], list[float]]:
     """The reader's top 10 messages for each query (``search_messages``), as keys, and the milliseconds of each
     ``search`` (grouped, as ``session_search`` asks; timed after one untimed pass)."""
     tops, times = [], []
@@ -82,17 +106,19 @@ def ranked(url: str, index: int, keys: dict[int, Key], queries: list[str]) -> tu
 
 
 def main() -> None:
-    args = home_arguments(__doc__, readers=5).parse_args()
+    parser = home_arguments(__doc__, readers=5)
+    parser.add_argument("--database-url", default="embedded", help="a server for scratch databases, embedded, or sqlite")
+    args = parser.parse_args()
     everyone = conversations(args.scopes, args.messages)
     readers = range(min(args.readers, args.scopes))
     same, shared_ms, alone_ms = [], [], []
-    with _postgres.server(args.database_url) as server, _postgres.scratch_database(server) as url:
+    with databases(args.database_url) as scratch, scratch() as url:
         shared_keys = write(url, dict(enumerate(everyone)))
         for index in readers:
             queries = Synth(seed=1000 + index, topics=index).queries(args.queries)
             tops, times = ranked(url, index, shared_keys[index], queries)
             shared_ms.extend(times)
-            with _postgres.scratch_database(server) as alone_url:
+            with scratch() as alone_url:
                 alone_keys = write(alone_url, {index: everyone[index]})
                 alone, times = ranked(alone_url, index, alone_keys[index], queries)
             alone_ms.extend(times)

@@ -101,10 +101,9 @@ def measure(url: str, readers: int, queries: list[str], k: int, embedder: MiniLM
 
 
 def home_arguments(description: str, readers: int) -> argparse.ArgumentParser:
-    """The options of a benchmark of a home many users share: its server, users, their messages, and how many of
-    them ask how many queries (``readers`` by default)."""
+    """The options of a benchmark of a home many users share: its users, their messages, and how many of them ask
+    how many queries (``readers`` by default)."""
     parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--database-url", default="embedded", help="a server for scratch databases, or embedded")
     parser.add_argument("--scopes", type=int, default=20, help="users of the shared home")
     parser.add_argument("--messages", type=int, default=500, help="messages per user")
     parser.add_argument("--readers", type=int, default=readers, help="users whose searches are measured")
@@ -114,6 +113,7 @@ def home_arguments(description: str, readers: int) -> argparse.ArgumentParser:
 
 def main() -> None:
     parser = home_arguments(__doc__, readers=3)
+    parser.add_argument("--database-url", default="embedded", help="a server for a scratch database, or embedded")
     parser.add_argument("--k", type=int, default=100, help="neighbours asked of the vector channel")
     args = parser.parse_args()
     embedder = MiniLMEmbedder()
