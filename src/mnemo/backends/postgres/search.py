@@ -50,16 +50,20 @@ _MATCHES = "FROM messages m"
 # A word the statistics count at this many times the probe's budget is estimated instead of probed.
 _KNOWN_COMMON = 2
 _SCOPED = " AND " + scope_clause("m")
-# The sizes a search weighs words by, in one round trip: whether other scopes' sessions are in the table (an index
-# probe on either side of the scope in sessions_scope_started), the largest message id and session number (which
-# stand for the table's counts), and only where other scopes are, the scope's sessions and their messages.
+# The sizes a search weighs words by, in one round trip: whether other scopes' sessions are in the table (the first
+# and last scope of sessions_scope_started are not the searched one: a whole walk of the index where a condition
+# would let the planner pick a scan), the largest message id and session number (which stand for the table's
+# counts), and only where other scopes are, the scope's sessions and their messages (a walk of its sessions).
 _SIZES = """
+WITH o AS MATERIALIZED (
+    SELECT (SELECT (user_id, agent_id, channel_id) FROM sessions ORDER BY user_id, agent_id, channel_id LIMIT 1)
+            <> (CAST(:user AS text), CAST(:agent AS text), CAST(:channel AS text))
+        OR (SELECT (user_id, agent_id, channel_id) FROM sessions ORDER BY user_id DESC, agent_id DESC, channel_id DESC
+            LIMIT 1) <> (CAST(:user AS text), CAST(:agent AS text), CAST(:channel AS text)) AS shared
+)
 SELECT o.shared, (SELECT COALESCE(max(id), 0) FROM messages), (SELECT COALESCE(max(seq), 0) FROM sessions),
     own.sessions, own.messages
-FROM (SELECT EXISTS (SELECT 1 FROM sessions WHERE (user_id, agent_id, channel_id) < (:user, :agent, :channel))
-          OR EXISTS (SELECT 1 FROM sessions WHERE (user_id, agent_id, channel_id) > (:user, :agent, :channel))
-      AS shared) AS o
-LEFT JOIN LATERAL (SELECT count(*) AS sessions, COALESCE(sum(message_count), 0) AS messages FROM sessions
+FROM o LEFT JOIN LATERAL (SELECT count(*) AS sessions, COALESCE(sum(message_count), 0) AS messages FROM sessions
     WHERE o.shared AND user_id = :user AND agent_id = :agent AND channel_id = :channel) AS own ON true
 """
 
