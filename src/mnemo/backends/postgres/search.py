@@ -51,9 +51,10 @@ _MATCHES = "FROM messages m"
 _KNOWN_COMMON = 2
 _SCOPED = " AND " + scope_clause("m")
 # The sizes a search weighs words by, in one round trip: whether other scopes' sessions are in the table (the first
-# and last scope of sessions_scope_started are not the searched one: a whole walk of the index where a condition
-# would let the planner pick a scan), the largest message id and session number (which stand for the table's
-# counts), and only where other scopes are, the scope's sessions and their messages (a walk of its sessions).
+# or last scope in sessions_scope_started is another: one index step each, where asking for a session on either
+# side of the scope let the planner scan the table, 9 ms at 100,000 sessions), the largest message id and session
+# number (which stand for the table's counts), and only where other scopes are, the scope's sessions and their
+# messages (a walk of the scope's sessions in the same index).
 _SIZES = """
 WITH o AS MATERIALIZED (
     SELECT (SELECT (user_id, agent_id, channel_id) FROM sessions ORDER BY user_id, agent_id, channel_id LIMIT 1)
