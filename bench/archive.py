@@ -88,8 +88,15 @@ _TEMPLATES = (
 class Synth:
     """Deterministic realistic-looking conversations."""
 
-    def __init__(self, seed: int = 7) -> None:
+    def __init__(self, seed: int = 7, topics: int | None = None) -> None:
+        """``topics`` seeds which words are the common ones (the vocabulary's order), so that writers made with
+        different ``topics`` talk about different things most; by default, the lists' own order."""
         self.rng = random.Random(seed)
+        self.tech, self.everyday = list(_TECH), list(_EVERYDAY)
+        if topics is not None:
+            order = random.Random(topics)
+            order.shuffle(self.tech)
+            order.shuffle(self.everyday)
         # Zipf-like weights so some words are common and most are rare, as in real text.
         self.tech_w = list(itertools.accumulate(1 / (i + 1) ** 0.9 for i in range(len(_TECH))))
         self.every_w = list(itertools.accumulate(1 / (i + 1) ** 0.9 for i in range(len(_EVERYDAY))))
@@ -102,9 +109,9 @@ class Synth:
             if kind == "t":
                 if rng.random() < 0.08:
                     return rng.choice(self.rare)
-                return rng.choices(_TECH, cum_weights=self.tech_w)[0]
+                return rng.choices(self.tech, cum_weights=self.tech_w)[0]
             if kind == "e":
-                return rng.choices(_EVERYDAY, cum_weights=self.every_w)[0]
+                return rng.choices(self.everyday, cum_weights=self.every_w)[0]
             if kind == "n":
                 return rng.choice(_NAMES)
             return str(rng.randint(5, 900))

@@ -100,13 +100,20 @@ def measure(url: str, readers: int, queries: list[str], k: int, embedder: MiniLM
     }  # fmt: skip
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--database-url", default="embedded", help="a server for a scratch database, or embedded")
+def home_arguments(description: str, readers: int) -> argparse.ArgumentParser:
+    """The options of a benchmark of a home many users share: its users, their messages, and how many of them ask
+    how many queries (``readers`` by default)."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scopes", type=int, default=20, help="users of the shared home")
     parser.add_argument("--messages", type=int, default=500, help="messages per user")
-    parser.add_argument("--readers", type=int, default=3, help="users whose searches are measured")
+    parser.add_argument("--readers", type=int, default=readers, help="users whose searches are measured")
     parser.add_argument("--queries", type=int, default=40, help="queries per reader")
+    return parser
+
+
+def main() -> None:
+    parser = home_arguments(__doc__, readers=3)
+    parser.add_argument("--database-url", default="embedded", help="a server for a scratch database, or embedded")
     parser.add_argument("--k", type=int, default=100, help="neighbours asked of the vector channel")
     args = parser.parse_args()
     embedder = MiniLMEmbedder()

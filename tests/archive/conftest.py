@@ -19,6 +19,17 @@ def archive_target(request: pytest.FixtureRequest, tmp_path: Path) -> str | Path
 
 
 @pytest.fixture
+def separate_target(request: pytest.FixtureRequest, archive_target: str | Path, tmp_path: Path) -> str | Path:
+    """Where a second archive lives, on ``archive_target``'s engine but sharing nothing with it."""
+    if isinstance(archive_target, Path):
+        return tmp_path / "separate.db"
+    server = request.getfixturevalue("postgres_server")
+    name = server.create()
+    request.addfinalizer(lambda: server.drop(name))
+    return server.url(name)
+
+
+@pytest.fixture
 def archive(archive_target):
     with open_archive(archive_target) as opened:
         yield opened

@@ -48,7 +48,7 @@ def _archive_of_common_word(postgres_url, count: int):
 def test_the_archive_estimates_a_word_the_statistics_call_common_instead_of_probing_it(postgres_url):
     archive, ids = _archive_of_common_word(postgres_url, 3 * MATCH_BUDGET)
     with archive, archive._reading() as conn:
-        searcher = PostgresSearcher(conn, archive._terms)
+        searcher = PostgresSearcher(conn, archive._terms, scope=archive.scope)
         count, start = searcher._frequency('"deploy"')
         assert abs(count - len(ids)) <= len(ids) * 0.05
         assert abs((ids[-1] + 1 - start) - MATCH_BUDGET) <= MATCH_BUDGET * 0.1  # its newest ~500 matches

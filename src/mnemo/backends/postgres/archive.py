@@ -161,7 +161,7 @@ class PostgresArchive(Archive):
         if self._vectors is not None:
             self._vectors.catch_up()
         with self._reading() as executor:
-            return work(PostgresSearcher(executor, self._terms, vectors=self._vectors))
+            return work(PostgresSearcher(executor, self._terms, scope=self.scope, vectors=self._vectors))
 
     def embed_pending(self, limit: int | None = None) -> int:
         return 0 if self._vectors is None else self._vectors.embed_pending(limit)
