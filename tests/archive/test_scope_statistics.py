@@ -50,3 +50,11 @@ def test_other_scopes_messages_are_never_returned_while_their_words_are_weighed(
     with open_archive(archive_target, scope=Scope("alice")) as alice:
         conversation(alice, _ALICE)
         assert set(_texts(alice, "walrus sighting")) <= set(_ALICE)
+
+
+def test_a_reader_counts_words_per_scope_once_another_scope_arrives_after_its_first_search(archive_target):
+    with open_archive(archive_target, scope=Scope("alice")) as alice:
+        conversation(alice, ["walrus notes", "tangerine notes", "tangerine again", "ferry notes"])
+        assert _texts(alice, "walrus or tangerine")[0] == "walrus notes"  # alone: nothing to tell apart yet
+        _with_bob(archive_target)
+        assert _texts(alice, "walrus or tangerine")[0] == "walrus notes"

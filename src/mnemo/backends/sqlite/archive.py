@@ -21,7 +21,7 @@ from ... import _db
 from ...archive import schema
 from ...archive.base import Archive, SessionNotFound
 from ...archive.records import MessageRow, require_encodable
-from ...archive.search import Searcher
+from ...archive.search import OtherScopes, Searcher
 from ...archive.vectors import MessageVectors
 from ...database import connect_owned
 from ...embeddings.vector_file import directory_for
@@ -62,6 +62,7 @@ class SessionArchive(Archive):
         self.location = str(self.path)
         self.scope = scope if scope is not None else Scope()
         self._lock = threading.RLock()
+        self._other_scopes = OtherScopes(self.scope)
         self._conn: sqlite3.Connection | None = connect_owned(self.path)
         try:
             _db.migrate(self._conn, schema.COMPONENT, schema.MIGRATIONS)
@@ -168,7 +169,8 @@ class SessionArchive(Archive):
     def _read_index(self, work: Callable[[Searcher], T]) -> T:  # type: ignore[override]
         # A damaged full-text index must not make search fail: rebuild it from the messages and retry once.
         with self._lock:
-            searcher = Searcher(self._db, trigram=self._trigram, scope=self.scope, vectors=self._vectors)
+            shared = self._other_scopes.present(self._db)
+            searcher = Searcher(self._db, trigram=self._trigram, scope=self.scope, shared=shared, vectors=self._vectors)
             try:
                 return work(searcher)
             except sqlite3.DatabaseError as exc:
