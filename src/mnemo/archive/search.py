@@ -86,12 +86,6 @@ def scope_clause(alias: str) -> str:
 
 
 SESSION_SCOPE_CLAUSE = scope_clause("s")
-# The messages of the whole archive (its largest id: exact unless messages were deleted, and found in O(log n))
-# and of one scope (its sessions' counts), for IDFs counted in either.
-SCOPE_SIZES = (
-    "SELECT (SELECT COALESCE(max(id), 0) FROM messages),"
-    f" (SELECT COALESCE(sum(s.message_count), 0) FROM sessions s WHERE {SESSION_SCOPE_CLAUSE})"
-)
 
 
 @dataclass(frozen=True)
@@ -525,7 +519,7 @@ class Searcher(BaseSearcher):
         *,
         trigram: bool,
         scope: Scope,
-        shared: bool = False,
+        shared: bool,
         vectors: VectorChannel | None = None,
     ) -> None:
         """``shared`` says whether other scopes' sessions are in the database (see :class:`OtherScopes`)."""
@@ -535,6 +529,7 @@ class Searcher(BaseSearcher):
         self._others = shared
         self._own: dict[str, list[int]] = {}
         self._scores: dict[str, list[tuple[int, float]]] = {}
+        self._sizes: tuple[int, int, int] | None = None
 
     def _rank_rows(self, ids: Sequence[int]) -> list[tuple[int, str, str, object, float]]:
         return self._conn.execute(
@@ -591,13 +586,22 @@ class Searcher(BaseSearcher):
             ).fetchall()
         return self._scores[phrase]
 
+    def _scope_sizes(self) -> tuple[int, int, int]:
+        """The scope's sessions and messages (a scan of the sessions, which have no scope index), and the table's
+        messages (its largest id, as :meth:`_totals` counts them); read once per search."""
+        if self._sizes is None:
+            self._sizes = self._conn.execute(
+                "SELECT count(*), COALESCE(sum(s.message_count), 0), (SELECT COALESCE(max(id), 0) FROM messages)"
+                f" FROM sessions s WHERE {SESSION_SCOPE_CLAUSE}",
+                self._scope.as_params(),
+            ).fetchone()
+        return self._sizes
+
     def _totals(self) -> tuple[int, int]:
         if not self._shared():
             return super()._totals()
-        return self._conn.execute(
-            f"SELECT count(*), COALESCE(sum(s.message_count), 0) FROM sessions s WHERE {SESSION_SCOPE_CLAUSE}",
-            self._scope.as_params(),
-        ).fetchone()
+        sessions, messages, _ = self._scope_sizes()
+        return sessions, messages
 
     def _bm25(self, phrases: list[str], full: str, limit: int, filters: Filters, sort: str) -> list[Match]:
         """``full`` (``phrases`` joined) ranked by bm25; where other scopes share the table, with each phrase's
@@ -614,7 +618,7 @@ class Searcher(BaseSearcher):
         if not matched:
             return []
         scores = dict.fromkeys(matched, 0.0)
-        table, own = self._conn.execute(SCOPE_SIZES, self._scope.as_params()).fetchone()
+        _, own, table = self._scope_sizes()
         for phrase in phrases:
             probe = self._probe(phrase)
             if len(probe) < MATCH_BUDGET:
@@ -730,7 +734,7 @@ def merge_matches(first: list[Match], second: list[Match], limit: int) -> list[M
     """Strict hits keep their lead (and take the similarity the vector channel found for them); fallback hits
     fill the remaining places."""
     cosines = {m.message_id: m.similarity for m in second if m.similarity is not None}
-    merged = [replace(m, similarity=cosines.get(m.message_id, m.similarity)) for m in first]
+    merged = [replace(m, similarity=cosines[m.message_id]) if m.message_id in cosines else m for m in first]
     seen = {m.message_id for m in first}
     for match in second:
         if len(merged) >= limit:
