@@ -12,6 +12,9 @@ re-embedded) and checks each row's owner checksum and CRC, so a stale or damaged
 candidate, never a wrong one. A file that is missing, cut short, of another partition, older than the
 database or from another database is rebuilt (or, when it cannot be written, the partition is read into
 memory as before, and the log says so).
+
+Once a file holds :data:`~mnemo.embeddings.coarse.MIN_ROWS` rows, background steps give its rows int8
+:mod:`codes <mnemo.embeddings.coarse>` that choose which rows a search scores exactly; the answer is the same.
 """
 
 from __future__ import annotations
@@ -27,7 +30,9 @@ from typing import Protocol
 
 import numpy as np
 
+from .coarse import CHUNK_ROWS, LAG_ROWS, MIN_ROWS, CoarseCodes, available, nearest_rows
 from .index import BruteForceIndex, _dot, _top_k
+from .queries import background
 from .vector_file import (
     MappedVectors,
     VectorFileBusy,
@@ -158,6 +163,9 @@ class SyncedVectors:
         self._pending = np.zeros(0, dtype=row_dtype(source.dim))  # rows in memory, not in the file
         self._memory = BruteForceIndex(source.dim)  # the pending rows, by seq
         self._dead: set[int] = set()  # file rows found stale
+        self._codes: CoarseCodes | None = None  # int8 codes of the mapped file's first rows
+        self._coding = False  # a background step is coding more rows
+        self._coding_failed = False
         self._opened = False
         self._lock = threading.RLock()
 
@@ -247,6 +255,7 @@ class SyncedVectors:
     def _use(self, mapped: MappedVectors) -> None:
         if self._mapped is None or self._mapped.identity != mapped.identity:
             self._dead = set()
+            self._codes = None
         self._mapped = mapped
         self._file_cursor = mapped.header.cursor
         self._cursor = max(self._cursor, mapped.header.cursor)
@@ -325,17 +334,66 @@ class SyncedVectors:
         """The ``k`` best rows for ``probe`` (a unit vector), unresolved; safe in any thread."""
         vector = np.asarray(probe, dtype=np.float32).reshape(-1)
         with self._lock:
-            mapped, dead = self._mapped, list(self._dead)
+            mapped, dead, codes = self._mapped, list(self._dead), self._codes
         found: list[tuple[int, float, int]] = []
         if mapped is not None and len(mapped.rows):
-            scores = _dot(mapped.rows["vector"], vector)
-            if dead:
-                scores[dead] = -np.inf
+            vectors = mapped.rows["vector"]
+            if codes is not None and codes.identity == mapped.identity and codes.count:
+                rows, scores = nearest_rows(codes, vectors, vector, k, dead)
+            else:
+                scores = _dot(vectors, vector)
+                if dead:
+                    scores[dead] = -np.inf
+                rows = _top_k(scores, k)
+                scores = scores[rows]
             seqs = mapped.rows["seq"]
-            found += [(int(seqs[r]), float(scores[r]), int(r)) for r in _top_k(scores, k) if scores[r] > -np.inf]
+            found += [
+                (int(seqs[row]), score, row) for row, score in zip(rows.tolist(), scores.tolist()) if score > -np.inf
+            ]
+            self._code_ahead(mapped)
         found += [(int(seq), score, -1) for seq, score in self._memory.search(vector, k)]
         found.sort(key=lambda c: -c[1])
         return Candidates(found[:k], mapped, k)
+
+    def _code_ahead(self, mapped: MappedVectors) -> None:
+        """Code a big file's rows for faster scans, in background steps, and keep the codes up with it."""
+        if len(mapped.rows) < MIN_ROWS or not available():
+            return
+        with self._lock:
+            if self._coding or self._coding_failed or mapped is not self._mapped:
+                return
+            if self._codes is None:
+                self._codes = CoarseCodes(mapped.identity, self.source.dim, len(mapped.rows))
+            if len(mapped.rows) - self._codes.count < LAG_ROWS:
+                return
+            self._coding = True
+        self._code_later(self._codes)
+
+    def _code_later(self, codes: CoarseCodes) -> None:
+        try:
+            background().submit(self._code_step, codes)
+        except RuntimeError:  # the interpreter is shutting down: the codes are not needed any more
+            with self._lock:
+                self._coding = False
+
+    def _code_step(self, codes: CoarseCodes) -> None:
+        with self._lock:
+            mapped = self._mapped
+            if mapped is None or codes is not self._codes or codes.identity != mapped.identity:
+                self._coding = False
+                return
+        try:
+            codes.extend(mapped.rows["vector"][codes.count : codes.count + CHUNK_ROWS])
+        except Exception as exc:  # noqa: BLE001 - searches stay exact without codes; say why once
+            log.warning("vector file %s: cannot code its rows for fast scans (%s); scanning them whole", self.path, exc)
+            with self._lock:
+                self._codes, self._coding, self._coding_failed = None, False, True
+            return
+        if codes.count < len(mapped.rows):
+            self._code_later(codes)
+        else:
+            with self._lock:
+                self._coding = False
 
     def resolve(self, conn: sqlite3.Connection, candidates: Candidates) -> list[tuple[Hashable, float]] | None:
         """``(owner, score)`` of the candidates the database still holds, best first; None when the
@@ -391,6 +449,7 @@ class SyncedVectors:
         self._pending = self._pending[:0]
         self._memory = BruteForceIndex(self.source.dim)
         self._dead = set()
+        self._codes = None
         self.version += 1
 
     def search_many(
