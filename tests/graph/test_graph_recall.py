@@ -129,6 +129,19 @@ def test_a_query_of_only_common_words_keeps_them_all(graph, db_path, monkeypatch
     assert match_expression("user visited", graph._engine) == match_expression("user visited")
 
 
+def test_a_query_of_only_common_words_ranks_their_newest_matches(graph, monkeypatch):
+    # bm25 would walk every match of each word; the full-text channel ranks only their recent stretch.
+    monkeypatch.setattr("mnemo.graph.recall.COMMON_MATCHES", 100)
+    monkeypatch.setattr("mnemo.backends.sqlite.graph.COMMON_MATCHES", 100)
+    monkeypatch.setattr("mnemo.backends.sqlite.graph.PHRASE_WINDOW", 20)
+    monkeypatch.setattr("mnemo.backends.postgres.graph.PHRASE_WINDOW", 20)
+    old = graph.remember("alpha alpha alpha")  # the best bm25 match of the whole table
+    graph.remember_many({"content": f"alpha note {n}"} for n in range(400))
+    found = [r.memory for r in graph.recall("alpha", limit=5)]
+    assert old.id not in {memory.id for memory in found}
+    assert len(found) == 5 and all(int(memory.content.split()[-1]) >= 300 for memory in found)
+
+
 def test_a_reply_to_a_question_outranks_the_same_reply_to_a_statement(graph):
     graph.remember("Melanie: Are you excited about the adoption?", "event", source="asked")
     answer = graph.remember("Caroline: Yes, the adoption is a dream.", "event", source="asked")

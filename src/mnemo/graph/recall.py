@@ -96,6 +96,8 @@ def score(relevance: float, importance: float, age_days: float) -> float:
 # whole doclist: at 100k memories one such word ("user" in 45% of them) set recall's p95. Such words are
 # left out of the full-text query, unless every word is that common (then none is more telling).
 COMMON_MATCHES = 5_000
+# About how many of its newest matches a word with more proposes to the full-text ranking (both engines).
+PHRASE_WINDOW = 1_000
 # Matches walked to score whole sources; the terms left out are the commonest, which tell sources apart least.
 SOURCE_TEXT_MATCHES = 1_000
 

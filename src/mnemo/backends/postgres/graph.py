@@ -26,7 +26,7 @@ import numpy as np
 
 from ...database import table_owner
 from ...graph.engine import GraphEngine, Hits
-from ...graph.recall import COMMON_MATCHES
+from ...graph.recall import COMMON_MATCHES, PHRASE_WINDOW
 from ...graph.schema import SCOPE_CLAUSE, scope_params
 from ...retrieval import bm25_idf
 from ...scope import Scope
@@ -38,8 +38,6 @@ from .vectors import build_hnsw, hnsw_index, vector_text
 if TYPE_CHECKING:
     from ...embeddings.protocol import Embedder
 
-# About how many of a phrase's newest matches it proposes as candidates (see text_candidates).
-PHRASE_WINDOW = 1000
 # Rare phrases' counts kept at most (see count_matches).
 _COUNTS_KEPT = 1024
 
