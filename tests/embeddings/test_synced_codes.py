@@ -3,6 +3,7 @@ up with rows appended and purged since."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from collections.abc import Hashable, Sequence
@@ -128,3 +129,19 @@ def test_purged_rows_never_come_back_from_the_codes(conn, tmp_path):
     vectors.erase(conn, [seq])
     hits = vectors.search(conn, stored[42], 5)
     assert "m42" not in [owner for owner, _ in hits] and len(hits) == 5
+
+
+def test_a_forked_child_codes_the_file_itself_when_its_parent_was_coding(conn, tmp_path):
+    _add(conn, _vectors(1_500, seed=9), 0)
+    vectors = SyncedVectors(_Table(), tmp_path / "test.vec")
+    vectors.refresh(conn)
+    vectors._coding = os.getpid()  # as if a background step were on its way at the fork
+    child = os.fork()
+    if child == 0:  # the child: its parent's step never comes, so its own search must start the coding
+        try:
+            vectors.search(conn, _vectors(1, seed=10)[0], 5)
+            os._exit(0 if _coded(vectors, 1_500) else 1)
+        finally:
+            os._exit(2)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

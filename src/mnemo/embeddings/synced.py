@@ -20,6 +20,7 @@ Once a file holds :data:`~mnemo.embeddings.coarse.MIN_ROWS` rows, background ste
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import threading
 from collections.abc import Hashable, Iterable, Iterator, Sequence
@@ -164,7 +165,9 @@ class SyncedVectors:
         self._memory = BruteForceIndex(source.dim)  # the pending rows, by seq
         self._dead: set[int] = set()  # file rows found stale
         self._codes: CoarseCodes | None = None  # int8 codes of the mapped file's first rows
-        self._coding = False  # a background step is coding more rows
+        # The process whose background step is coding more rows (0: none). A forked child inherits the
+        # parent's mark but not its thread, so only its own mark means a step is on the way.
+        self._coding = 0
         self._coding_failed = False
         self._opened = False
         self._lock = threading.RLock()
@@ -360,13 +363,15 @@ class SyncedVectors:
         if len(mapped.rows) < MIN_ROWS or not available():
             return
         with self._lock:
-            if self._coding or self._coding_failed or mapped is not self._mapped:
+            if self._coding == os.getpid() or self._coding_failed or mapped is not self._mapped:
                 return
+            if self._coding:  # a parent's step was coding at the fork, perhaps holding the codes' lock
+                self._codes = None
             if self._codes is None:
                 self._codes = CoarseCodes(mapped.identity, self.source.dim, len(mapped.rows))
             if len(mapped.rows) - self._codes.count < LAG_ROWS:
                 return
-            self._coding = True
+            self._coding = os.getpid()
         self._code_later(self._codes)
 
     def _code_later(self, codes: CoarseCodes) -> None:
@@ -374,26 +379,26 @@ class SyncedVectors:
             background().submit(self._code_step, codes)
         except RuntimeError:  # the interpreter is shutting down: the codes are not needed any more
             with self._lock:
-                self._coding = False
+                self._coding = 0
 
     def _code_step(self, codes: CoarseCodes) -> None:
         with self._lock:
             mapped = self._mapped
             if mapped is None or codes is not self._codes or codes.identity != mapped.identity:
-                self._coding = False
+                self._coding = 0
                 return
         try:
             codes.extend(mapped.rows["vector"][codes.count : codes.count + CHUNK_ROWS])
         except Exception as exc:  # noqa: BLE001 - searches stay exact without codes; say why once
             log.warning("vector file %s: cannot code its rows for fast scans (%s); scanning them whole", self.path, exc)
             with self._lock:
-                self._codes, self._coding, self._coding_failed = None, False, True
+                self._codes, self._coding, self._coding_failed = None, 0, True
             return
         if codes.count < len(mapped.rows):
             self._code_later(codes)
         else:
             with self._lock:
-                self._coding = False
+                self._coding = 0
 
     def resolve(self, conn: sqlite3.Connection, candidates: Candidates) -> list[tuple[Hashable, float]] | None:
         """``(owner, score)`` of the candidates the database still holds, best first; None when the
