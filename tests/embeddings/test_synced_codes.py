@@ -145,3 +145,28 @@ def test_a_forked_child_codes_the_file_itself_when_its_parent_was_coding(conn, t
             os._exit(2)
     _, status = os.waitpid(child, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_without_numkong_searches_scan_the_float32_rows(conn, tmp_path, monkeypatch, caplog):
+    import builtins
+
+    from mnemo.embeddings import coarse
+
+    real_import = builtins.__import__
+
+    def no_numkong(name, *args, **kwargs):
+        if name == "numkong":
+            raise ImportError("numkong is not installed")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_numkong)
+    coarse._kernels.cache_clear()
+    try:
+        stored = _vectors(1_500, seed=11)
+        _add(conn, stored, 0)
+        vectors = SyncedVectors(_Table(), tmp_path / "test.vec")
+        vectors.refresh(conn)
+        assert vectors.search(conn, stored[77], 1)[0][0] == "m77"
+        assert vectors._codes is None and "cannot be loaded" in caplog.text
+    finally:
+        coarse._kernels.cache_clear()

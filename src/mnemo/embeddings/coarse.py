@@ -11,12 +11,13 @@ norms (:meth:`CoarseCodes.scores`), so :func:`nearest_rows` scores exactly the b
 row whose coarse score plus that bound still reaches the k-th exact score: no row left out can belong to the
 top k. The result is the exact search's, in the same order.
 
-Without a SIMD kernel for the machine (numkong's portable loop is 3x slower than NumPy's float32 scan), no
-codes are kept and searches scan the float32 rows as before.
+Without a SIMD kernel for the machine (numkong's portable loop is 3x slower than NumPy's float32 scan), or when numkong
+cannot be loaded, no codes are kept and searches scan the float32 rows as before.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from functools import cache
 from types import ModuleType
@@ -24,6 +25,8 @@ from types import ModuleType
 import numpy as np
 
 from .index import _dot, _top_k
+
+log = logging.getLogger("mnemo.vectors")
 
 # Files with fewer rows are scanned exactly: under a millisecond, less than the codes' fixed costs.
 MIN_ROWS = 16_384
@@ -39,8 +42,12 @@ _ROUNDING_SLACK = 1e-5
 
 @cache
 def _kernels() -> ModuleType | None:
-    """numkong, when it has a SIMD kernel for this machine; None otherwise."""
-    import numkong
+    """numkong, when it loads and has a SIMD kernel for this machine; None otherwise."""
+    try:
+        import numkong
+    except ImportError as exc:  # a broken install of a native wheel costs speed, never a search
+        log.warning("numkong cannot be loaded (%s); vector files are scanned as float32", exc)
+        return None
 
     simd = any(enabled for name, enabled in numkong.get_capabilities().items() if name != "serial")
     return numkong if simd else None
