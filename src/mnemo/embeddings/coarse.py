@@ -30,7 +30,7 @@ log = logging.getLogger("mnemo.vectors")
 
 # Files with fewer rows are scanned exactly: under a millisecond, less than the codes' fixed costs.
 MIN_ROWS = 16_384
-# Rows coded per step of a background build: about 12 ms of one core.
+# Rows coded per step of a background build: about 8 ms of one core (bench/vector_scan.py).
 CHUNK_ROWS = 8_192
 # Rows a file may gain past its codes before they are coded too; meanwhile they are scanned exactly.
 LAG_ROWS = 2_048
