@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from _tables import print_table
-from mnemo.embeddings import MiniLMEmbedder
+from mnemo.embeddings import MiniLMEmbedder, coarse
 from mnemo.embeddings.coarse import CHUNK_ROWS, CoarseCodes, available, nearest_rows
 from mnemo.embeddings.index import _dot, _top_k
 from mnemo.embeddings.vector_file import MappedVectors, make_rows, write_file
@@ -115,11 +115,22 @@ def _side_by_side(first: Callable[[np.ndarray], object], second: Callable[[np.nd
 
 
 def _exactly_scored(codes: CoarseCodes, vectors: np.ndarray, probe: np.ndarray, k: int) -> int:
-    """Rows the coded search scores exactly for ``probe``: its candidates and those the bound lets in."""
-    coarse, bound = codes.scores(probe, len(vectors))
-    chosen = _top_k(coarse, min(len(coarse), 2 * k + 32))
-    kth = np.sort(_dot(vectors[chosen], probe))[-k]
-    return len(np.union1d(chosen, np.flatnonzero(coarse + bound >= kth)))
+    """Rows the coded search scores exactly for ``probe`` (its candidates and those the bound lets in), counted
+    by watching what it hands to its exact scoring."""
+    scored = 0
+    exact = coarse._scored
+
+    def counted(vectors: np.ndarray, rows: np.ndarray, probe: np.ndarray, dead: list[int]) -> np.ndarray:
+        nonlocal scored
+        scored += len(rows)
+        return exact(vectors, rows, probe, dead)
+
+    coarse._scored = counted
+    try:
+        nearest_rows(codes, vectors, probe, k, [])
+    finally:
+        coarse._scored = exact
+    return scored
 
 
 def main() -> None:

@@ -3,6 +3,7 @@ up with rows appended and purged since."""
 
 from __future__ import annotations
 
+import builtins
 import os
 import sqlite3
 import time
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from mnemo.embeddings import synced
+from mnemo.embeddings import coarse, synced
 from mnemo.embeddings.coarse import available
 from mnemo.embeddings.synced import SyncedVectors, owners_of, table_top
 
@@ -148,10 +149,6 @@ def test_a_forked_child_codes_the_file_itself_when_its_parent_was_coding(conn, t
 
 
 def test_without_numkong_searches_scan_the_float32_rows(conn, tmp_path, monkeypatch, caplog):
-    import builtins
-
-    from mnemo.embeddings import coarse
-
     real_import = builtins.__import__
 
     def no_numkong(name, *args, **kwargs):

@@ -18,7 +18,6 @@ cannot be loaded, no codes are kept and searches scan the float32 rows as before
 from __future__ import annotations
 
 import logging
-import threading
 from functools import cache
 from types import ModuleType
 
@@ -69,8 +68,8 @@ def _encode(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 class CoarseCodes:
     """The int8 codes of the first :attr:`count` rows of one vector file (named by its ``identity``).
 
-    One thread extends the codes while others read them: a reader takes one consistent snapshot, and rows
-    below a snapshot's count are never written again.
+    One thread at a time extends the codes (the caller's to ensure) while others read them: a reader takes one
+    consistent snapshot, and rows below a snapshot's count are never written again.
     """
 
     def __init__(self, identity: tuple[int, int], dim: int, capacity: int) -> None:
@@ -80,7 +79,6 @@ class CoarseCodes:
         self._scales = np.zeros(max(capacity, 1), dtype=np.float32)
         # (codes, scales, count, largest scale, largest L1 norm of a decoded row), replaced whole.
         self._snapshot: tuple[np.ndarray, np.ndarray, int, float, float] = (self._codes, self._scales, 0, 0.0, 0.0)
-        self._lock = threading.Lock()
 
     @property
     def count(self) -> int:
@@ -91,18 +89,17 @@ class CoarseCodes:
         """Code ``vectors``, the file's rows from :attr:`count` on."""
         codes, scales = _encode(np.asarray(vectors, dtype=np.float32))
         l1 = float((np.abs(codes).sum(axis=1, dtype=np.int32) * scales).max(initial=0.0))
-        with self._lock:
-            _, _, count, top_scale, top_l1 = self._snapshot
-            end = count + len(codes)
-            if end > len(self._codes):
-                grown = max(end, len(self._codes) * 3 // 2)
-                self._codes = np.concatenate([self._codes[:count], np.zeros((grown - count, self.dim), np.int8)])
-                self._scales = np.concatenate([self._scales[:count], np.zeros(grown - count, np.float32)])
-            self._codes[count:end] = codes
-            self._scales[count:end] = scales
-            self._snapshot = (
-                self._codes, self._scales, end, max(top_scale, float(scales.max(initial=0.0))), max(top_l1, l1)
-            )
+        _, _, count, top_scale, top_l1 = self._snapshot
+        end = count + len(codes)
+        if end > len(self._codes):
+            grown = max(end, len(self._codes) * 3 // 2)
+            self._codes = np.concatenate([self._codes[:count], np.zeros((grown - count, self.dim), np.int8)])
+            self._scales = np.concatenate([self._scales[:count], np.zeros(grown - count, np.float32)])
+        self._codes[count:end] = codes
+        self._scales[count:end] = scales
+        self._snapshot = (
+            self._codes, self._scales, end, max(top_scale, float(scales.max(initial=0.0))), max(top_l1, l1)
+        )
 
     def scores(self, probe: np.ndarray, limit: int) -> tuple[np.ndarray, float]:
         """Approximate dot products of ``probe`` with the coded rows (the first ``limit`` at most), and a

@@ -365,7 +365,7 @@ class SyncedVectors:
         with self._lock:
             if self._coding == os.getpid() or self._coding_failed or mapped is not self._mapped:
                 return
-            if self._coding:  # a parent's step was coding at the fork, perhaps holding the codes' lock
+            if self._coding:  # a parent's step may have been halfway through extending them at the fork
                 self._codes = None
             if self._codes is None:
                 self._codes = CoarseCodes(mapped.identity, self.source.dim, len(mapped.rows))
@@ -375,6 +375,7 @@ class SyncedVectors:
         self._code_later(self._codes)
 
     def _code_later(self, codes: CoarseCodes) -> None:
+        # One step at a time per file (the mark above), so the codes have a single writer.
         try:
             background().submit(self._code_step, codes)
         except RuntimeError:  # the interpreter is shutting down: the codes are not needed any more
