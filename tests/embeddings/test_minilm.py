@@ -126,8 +126,9 @@ def test_nonpositive_settings_are_rejected(field: str) -> None:
 
 
 def _wait_loaded(model: MiniLMEmbedder, seconds: float = 60.0) -> bool:
+    # A preload ends with the int8 query session: waiting for it leaves no load running into the next test.
     deadline = time.monotonic() + seconds
-    while model._session is None and time.monotonic() < deadline:
+    while model._query_session is None and not model._query_session_failed and time.monotonic() < deadline:
         time.sleep(0.02)
     return model._encoder is not None and model._session is not None
 

@@ -1,6 +1,7 @@
 """Local sentence embeddings and nearest-neighbour search for mnemo's retrieval.
 
-:class:`MiniLMEmbedder` is the default, fully offline :class:`Embedder`; :class:`BruteForceIndex` is the
+:class:`MiniLMEmbedder` is the default, fully offline :class:`Embedder` (a :class:`QueryEmbedder`: queries take a
+quicker path); :class:`BruteForceIndex` is the
 exact :class:`VectorIndex` the stores feed with the vectors they persist.
 """
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 from mnemo.embeddings.index import BruteForceIndex, VectorIndex
 from mnemo.embeddings.minilm import MiniLMEmbedder
-from mnemo.embeddings.protocol import Embedder
+from mnemo.embeddings.protocol import Embedder, QueryEmbedder
 from mnemo.errors import InvalidArgument
 
 EMBEDDER_NAMES = ("minilm", "none")
@@ -37,6 +38,7 @@ __all__ = [
     "BruteForceIndex",
     "Embedder",
     "MiniLMEmbedder",
+    "QueryEmbedder",
     "VectorIndex",
     "named_embedder",
     "preload",

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from mnemo.embeddings.bert import BertEncoder
+from mnemo.embeddings.onnx_int8 import int8_products
 from mnemo.embeddings.onnx_session import open_onnx_session
 from mnemo.embeddings.weights_cache import cache_directory, cache_problem, load_encoder
 from mnemo.embeddings.wordpiece import WordPieceTokenizer
@@ -84,6 +85,8 @@ class MiniLMEmbedder:
         self._threads = threads if threads is not None else max(1, min(2, os.cpu_count() or 1))
         self._lock = threading.Lock()
         self._session: Any = None
+        self._query_session: Any = None
+        self._query_session_failed = False
         self._encoder: BertEncoder | None = None
         self._encoder_failed = False
         self._tokenizer: WordPieceTokenizer | None = None
@@ -94,9 +97,10 @@ class MiniLMEmbedder:
         """Start loading on a background thread and return at once, for long-lived callers (an agent's
         session, a server) that will embed a query soon: first what a query needs (the tokenizer and the NumPy
         encoder, a few tens of milliseconds), then onnxruntime's session, which later calls use once it is
-        there. The first :meth:`embed` waits only for what is left of the first part. A load that fails here
-        is retried, and its error raised, by the next :meth:`embed` that needs it."""
-        if self._session is not None or self._preloading:
+        there, then the int8 session of :meth:`embed_query`. The first :meth:`embed` waits only for what is left
+        of the first part. A load that fails here is retried, and its error raised, by the next :meth:`embed`
+        that needs it."""
+        if self._preloading or self._query_session is not None or self._query_session_failed:
             return
         self._preloading = True
 
@@ -104,6 +108,7 @@ class MiniLMEmbedder:
             try:
                 self._quick()
                 self._load_session()
+                self._load_query_session()
             except Exception as exc:  # noqa: BLE001 - reported by the next embed(), which loads again
                 log.debug("preloading %s failed: %s", self.name, exc)
 
@@ -128,6 +133,22 @@ class MiniLMEmbedder:
             rows = order[start : start + self._batch_size]
             out[rows] = _pooled(run, [encoded[i] for i in rows], tokenizer.pad_id)
         return out
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """The ``(384,)`` unit vector of a search query.
+
+        Once :meth:`preload` has built it, a second onnxruntime session multiplies in int8
+        (:mod:`mnemo.embeddings.onnx_int8`): about half the time of :meth:`embed` for a short query, within a
+        cosine of 0.9997 of its vector for a sentence (0.999 for a single word). Query vectors are compared and
+        thrown away, never stored, so stored vectors keep the exact arithmetic. Until then, and where
+        onnxruntime cannot run the rewritten model, the vector is :meth:`embed`'s."""
+        if not isinstance(text, str):
+            raise InvalidArgument("text", f"expected a string, got {type(text).__name__}")
+        session = self._query_session
+        if session is None:
+            return self.embed([text])[0]
+        tokenizer = self._load_tokenizer()
+        return _pooled(partial(_run_session, session), [tokenizer.encode(text)], tokenizer.pad_id)[0]
 
     def weights_cache_problem(self) -> tuple[Path, str] | None:
         """The cache file of the NumPy encoder's float32 weights and what is wrong with it (damaged, or in a
@@ -161,13 +182,29 @@ class MiniLMEmbedder:
                     self._session = open_onnx_session(_model_path(), self._threads)
         return self._session
 
+    def _load_query_session(self) -> None:
+        if self._query_session is not None or self._query_session_failed:
+            return
+        with self._lock:
+            if self._query_session is not None or self._query_session_failed:
+                return
+            try:
+                model = int8_products(_model_path())
+                if model is None:
+                    raise ValueError("the model has no int8 weights to multiply by")
+                self._query_session = open_onnx_session(model, self._threads)
+            except Exception as exc:  # noqa: BLE001 - an onnxruntime without MatMulNBits raises its own errors
+                log.info("queries are embedded like stored texts (the int8 query model is unavailable: %s)", exc)
+                self._query_session_failed = True
+
     def _after_fork(self) -> None:
         # Freeing an onnxruntime session waits for its thread pool, whose threads do not exist in a forked
         # child: a child that merely dropped a store the parent had used would hang. The child builds its
         # own session when it needs one. The lock may have been held by a parent thread at the fork.
-        if self._session is not None:
-            _inherited_sessions.append(self._session)
-            self._session = None
+        for session in (self._session, self._query_session):
+            if session is not None:
+                _inherited_sessions.append(session)
+        self._session = self._query_session = None
         self._lock = threading.Lock()
         self._preloading = False
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import mmap
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -18,12 +19,12 @@ from mnemo.errors import ConfigError
 
 # Field numbers of onnx.proto (ModelProto.graph, GraphProto.node / .initializer, NodeProto.*, TensorProto.*,
 # AttributeProto.*), and the element types used by the models mnemo reads.
-_MODEL_GRAPH = 7
-_GRAPH_NODE, _GRAPH_INITIALIZER = 1, 5
+MODEL_GRAPH = 7
+GRAPH_NODE, GRAPH_INITIALIZER = 1, 5
 _NODE_INPUT, _NODE_OUTPUT, _NODE_OP_TYPE, _NODE_ATTRIBUTE = 1, 2, 4, 5
 _TENSOR_DIMS, _TENSOR_TYPE, _TENSOR_NAME, _TENSOR_RAW = 1, 2, 8, 9
 _ATTRIBUTE_NAME, _ATTRIBUTE_FLOAT, _ATTRIBUTE_INT = 1, 2, 3
-_DTYPES = {1: np.float32, 3: np.int8, 6: np.int32, 7: np.int64, 9: np.bool_}
+_DTYPES = {1: np.float32, 2: np.uint8, 3: np.int8, 6: np.int32, 7: np.int64, 9: np.bool_}
 _VARINT, _FIXED64, _BYTES, _FIXED32 = 0, 1, 2, 5
 
 
@@ -49,20 +50,25 @@ def read_onnx(path: str | Path) -> OnnxGraph:
     """The weights and nodes of the ONNX model at ``path``; :class:`~mnemo.errors.ConfigError` when it is not one
     this reader understands (weights kept outside the file, or in a layout other than raw bytes)."""
     try:
-        with open(path, "rb") as handle:
-            data = memoryview(mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ))
-        graph = next(value for number, value in _fields(data) if number == _MODEL_GRAPH)
+        data = map_file(path)
+        graph = next(value for number, value, _ in message_fields(data) if number == MODEL_GRAPH)
         tensors: dict[str, np.ndarray] = {}
         nodes = []
-        for number, value in _fields(graph):
-            if number == _GRAPH_NODE:
-                nodes.append(_node(value))
-            elif number == _GRAPH_INITIALIZER:
-                name, tensor = _tensor(value)
+        for number, value, _ in message_fields(graph):
+            if number == GRAPH_NODE:
+                nodes.append(read_node(value))
+            elif number == GRAPH_INITIALIZER:
+                name, tensor = read_tensor(value)
                 tensors[name] = tensor
     except (OSError, StopIteration, IndexError, ValueError, KeyError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path} is not an ONNX model this reader understands ({type(exc).__name__}: {exc})") from None
     return OnnxGraph(tensors, tuple(nodes))
+
+
+def map_file(path: str | Path) -> memoryview:
+    """The bytes of the file at ``path``, memory-mapped read-only."""
+    with open(path, "rb") as handle:
+        return memoryview(mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ))
 
 
 def _varint(data: memoryview, at: int) -> tuple[int, int]:
@@ -76,12 +82,21 @@ def _varint(data: memoryview, at: int) -> tuple[int, int]:
             return value, at
 
 
-def _fields(data: memoryview) -> list[tuple[int, memoryview | int]]:
-    """The (field number, value) pairs of one message: length-delimited values as views, varints as ints,
-    fixed-width values as their bytes."""
-    found: list[tuple[int, memoryview | int]] = []
+class Field(NamedTuple):
+    """One field of a protocol-buffers message: its number, its value (length-delimited values as views,
+    varints as ints, fixed-width values as their bytes) and its whole encoding, key included."""
+
+    number: int
+    value: memoryview | int
+    encoded: memoryview
+
+
+def message_fields(data: memoryview) -> list[Field]:
+    """The fields of one message, in the order they are written."""
+    found: list[Field] = []
     at, end = 0, len(data)
     while at < end:
+        start = at
         key, at = _varint(data, at)
         number, wire = key >> 3, key & 7
         value: memoryview | int
@@ -97,7 +112,7 @@ def _fields(data: memoryview) -> list[tuple[int, memoryview | int]]:
             value, at = data[at : at + length], at + length
         else:
             raise ValueError(f"wire type {wire} of field {number}")
-        found.append((number, value))
+        found.append(Field(number, value, data[start:at]))
     return found
 
 
@@ -105,9 +120,9 @@ def _text(value: memoryview | int) -> str:
     return bytes(value).decode() if isinstance(value, memoryview) else str(value)
 
 
-def _node(data: memoryview) -> Node:
+def read_node(data: memoryview) -> Node:
     inputs, outputs, op_type, attributes = [], [], "", {}
-    for number, value in _fields(data):
+    for number, value, _ in message_fields(data):
         if number == _NODE_INPUT:
             inputs.append(_text(value))
         elif number == _NODE_OUTPUT:
@@ -123,7 +138,7 @@ def _node(data: memoryview) -> Node:
 
 def _attribute(data: memoryview) -> tuple[str, float | int | None]:
     name, scalar = "", None
-    for number, value in _fields(data):
+    for number, value, _ in message_fields(data):
         if number == _ATTRIBUTE_NAME:
             name = _text(value)
         elif number == _ATTRIBUTE_FLOAT and isinstance(value, memoryview):
@@ -133,10 +148,10 @@ def _attribute(data: memoryview) -> tuple[str, float | int | None]:
     return name, scalar
 
 
-def _tensor(data: memoryview) -> tuple[str, np.ndarray]:
+def read_tensor(data: memoryview) -> tuple[str, np.ndarray]:
     dims: list[int] = []
     dtype, name, raw = 1, "", None
-    for number, value in _fields(data):
+    for number, value, _ in message_fields(data):
         if number == _TENSOR_DIMS:
             if isinstance(value, int):
                 dims.append(value)

@@ -10,9 +10,9 @@ from typing import Any
 from mnemo.errors import ConfigError
 
 
-def open_onnx_session(path: Path, threads: int) -> Any:
-    """An onnxruntime session on the model file ``path``, using at most ``threads`` threads, set up for a
-    small machine shared with other work."""
+def open_onnx_session(model: Path | bytes, threads: int) -> Any:
+    """An onnxruntime session on ``model`` (a model file, or a model's bytes), using at most ``threads`` threads,
+    set up for a small machine shared with other work."""
     # Left on, onnxruntime writes a device id and a telemetry database under ~/.cache/Microsoft on import:
     # files outside mnemo's home that nobody asked for. Off unless the process already chose otherwise.
     os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
@@ -31,4 +31,5 @@ def open_onnx_session(path: Path, threads: int) -> Any:
     # Spin-waiting workers burn the CPU that the caller's other threads (and other processes on a small
     # machine) need between calls; measured here, it made latency worse under load, never better.
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    return onnxruntime.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
+    source = model if isinstance(model, bytes) else str(model)
+    return onnxruntime.InferenceSession(source, sess_options=options, providers=["CPUExecutionProvider"])

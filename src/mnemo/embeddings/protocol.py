@@ -26,3 +26,17 @@ class Embedder(Protocol):
         An empty sequence gives shape ``(0, dim)``. Row ``i`` belongs to ``texts[i]``.
         """
         ...
+
+
+@runtime_checkable
+class QueryEmbedder(Embedder, Protocol):
+    """An :class:`Embedder` with a quicker way to embed a search query.
+
+    A query's vector is compared with stored ones and then thrown away, so it may be computed with less
+    precision than stored vectors (never another model): mnemo embeds the queries of an embedder that has
+    this method through it, and everything it stores through :meth:`embed`.
+    """
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """The ``(dim,)`` float32 unit vector of the query ``text``, close to ``embed([text])[0]``."""
+        ...

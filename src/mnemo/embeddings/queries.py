@@ -19,7 +19,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
-from mnemo.embeddings.protocol import Embedder
+from mnemo.embeddings.protocol import Embedder, QueryEmbedder
 
 CACHE_SIZE = 256
 
@@ -87,7 +87,8 @@ class QueryVectors:
 
 
 def _embed_one(embedder: Embedder, text: str) -> np.ndarray:
-    vector = np.asarray(embedder.embed([text]), dtype=np.float32).reshape(1, embedder.dim)
+    found = embedder.embed_query(text) if isinstance(embedder, QueryEmbedder) else embedder.embed([text])
+    vector = np.array(found, dtype=np.float32).reshape(1, embedder.dim)
     vector.setflags(write=False)  # shared by every recall of this text
     return vector
 
