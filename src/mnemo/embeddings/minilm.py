@@ -192,7 +192,9 @@ class MiniLMEmbedder:
                 model = int8_products(_model_path())
                 if model is None:
                     raise ValueError("the model has no int8 weights to multiply by")
-                self._query_session = open_onnx_session(model, self._threads)
+                # One thread: a query's products are small, and waking a second thread cost more than it saved
+                # (bench/embeddings.py: 3.2 ms wall and 4.6 ms CPU a query on two threads, 2.9 and 3.0 on one).
+                self._query_session = open_onnx_session(model, 1)
             except Exception as exc:  # noqa: BLE001 - an onnxruntime without MatMulNBits raises its own errors
                 log.info("queries are embedded like stored texts (the int8 query model is unavailable: %s)", exc)
                 self._query_session_failed = True
