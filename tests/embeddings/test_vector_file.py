@@ -14,6 +14,7 @@ from mnemo.embeddings.vector_file import (
     VectorFileError,
     append_rows,
     erase_rows,
+    first_mismatch,
     locked,
     make_rows,
     row_is_intact,
@@ -114,3 +115,21 @@ def test_a_temp_file_named_by_an_older_writers_pid_is_removed_by_the_next_writer
     with locked(path, 10):
         pass
     assert not old.exists() and path.exists()
+
+
+def test_rows_that_match_their_checksums_and_owners_have_no_mismatch():
+    rows = _rows(1, 2, 3, 4)
+    assert first_mismatch(rows, [3, 0, 2], ["owner-4", "owner-1", "owner-3"]) is None
+    assert first_mismatch(rows, [], []) is None
+
+
+def test_a_row_whose_vector_changed_is_the_first_mismatch():
+    rows = _rows(1, 2, 3, 4)
+    rows[2]["vector"][1] += 1.0  # the checksum still says what the row held before
+    assert first_mismatch(rows, [0, 2, 3], ["owner-1", "owner-3", "owner-4"]) == 2
+
+
+def test_a_row_of_another_owner_is_a_mismatch():
+    rows = _rows(1, 2, 3)
+    assert first_mismatch(rows, [0, 1, 2], ["owner-1", "owner-7", "owner-3"]) == 1
+

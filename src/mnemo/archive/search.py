@@ -22,8 +22,9 @@ import sqlite3
 import time
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from operator import itemgetter
 from typing import Any, Protocol
 
 from ..errors import InvalidArgument
@@ -353,12 +354,12 @@ class BaseSearcher(ABC):
         (``similar``), neighbouring messages, questions and their replies, session evidence (including each
         session's full-text score for the topic words ``phrases``), and the messages of participants the
         ``query`` names. Time-sorted results are left as they are."""
-        if similar:  # the vector channel's score is the negated cosine
-            cosines = {m.message_id: -m.score for m in similar}
-            matches = [replace(m, similarity=cosines[m.message_id]) if m.message_id in cosines else m for m in matches]
-            similar = [replace(m, similarity=-m.score) for m in similar]
+        # The vector channel's score is the negated cosine. Each result is built once, at the end, with the
+        # similarity the vector channel found for it: a turn ranks a few hundred candidates.
+        cosines = {m.message_id: -m.score for m in similar}
         if sort != "relevance" or len(matches) + len(similar) < 2:
-            return [*matches, *(m for m in similar if m.message_id not in {x.message_id for x in matches})]
+            shown = {m.message_id for m in matches}
+            return [_with_similarity(m, cosines) for m in (*matches, *(m for m in similar if m.message_id not in shown))]
         by_id = {m.message_id: m for m in similar}
         by_id.update({m.message_id: m for m in matches})
         ids = list(by_id)
@@ -374,8 +375,12 @@ class BaseSearcher(ABC):
         ranked = fusion.rank(raw, placements, group_text=self._session_text(phrases), focus=focus, timely=timely)
         kept = {mid for mid, _ in ranked}
         # A candidate without positive relevance (a zero-scored AND window) still follows the ranked ones.
-        rest = [m for m in by_id.values() if m.message_id not in kept]
-        return [*(replace(by_id[mid], score=-relevance) for mid, relevance in ranked), *rest]
+        results = []
+        for mid, relevance in ranked:
+            m = by_id[mid]
+            results.append(Match(mid, -relevance, m.snippet, m.table, m.fts_query, cosines.get(mid, m.similarity)))
+        results.extend(_with_similarity(m, cosines) for m in by_id.values() if m.message_id not in kept)
+        return results
 
     def _session_text(self, phrases: Sequence[str]) -> dict[str, float]:
         """BM25 of each session taken as one document: a term's frequency is how many of the session's
@@ -433,6 +438,8 @@ class BaseSearcher(ABC):
             ranked = sorted(ranked, key=lambda item: -item[0])
         elif sort == "oldest":
             ranked = sorted(ranked, key=lambda item: item[0])
+        if limit <= 0:
+            return []
         where, params = filters.sql()
         kept: list[Match] = []
         chunk = max(4 * limit, 200)
@@ -441,12 +448,14 @@ class BaseSearcher(ABC):
             allowed = {row[0] for row in self._conn.execute(
                 f"SELECT m.id FROM messages m JOIN sessions s ON s.id = m.session_id"
                 f" WHERE m.id IN ({','.join('?' * len(part))}) AND {where}",
-                (*(rowid for rowid, _ in part), *params),
+                (*map(itemgetter(0), part), *params),
             ).fetchall()}
-            kept.extend(Match(rowid, score, None, "messages_fts", fts_query) for rowid, score in part if rowid in allowed)
-            if len(kept) >= limit:
-                break
-        return kept[:limit]
+            for rowid, score in part:
+                if rowid in allowed:
+                    kept.append(Match(rowid, score, None, "messages_fts", fts_query))
+                    if len(kept) == limit:
+                        return kept
+        return kept
 
     def with_snippets(self, matches: Sequence[Match]) -> list[Match]:
         """``matches`` with their highlighted snippets filled in."""
@@ -671,14 +680,16 @@ class Searcher(BaseSearcher):
         scores: dict[int, float] = {}
         for rows in probes.values():
             if len(rows) < MATCH_BUDGET:
-                frequency = len(rows)
+                frequency, counted = len(rows), rows
             else:  # extrapolate the document frequency from the density of recent matches
                 frequency = MATCH_BUDGET * newest / max(1, newest - rows[-1] + 1)
+                counted = [rowid for rowid in rows if rowid >= start]
             idf = bm25_idf(newest, frequency)
-            for rowid in rows:
-                if len(rows) < MATCH_BUDGET or rowid >= start:
-                    scores[rowid] = scores.get(rowid, 0.0) - idf
-        return self._filtered(sorted(scores.items(), key=lambda item: (item[1], -item[0])), full, limit, filters, sort)
+            for rowid in counted:
+                scores[rowid] = scores.get(rowid, 0.0) - idf
+        # Best score first, the newer message first on ties: sorted by id (newest first), then stably by score.
+        ranked = sorted(sorted(scores.items(), reverse=True), key=itemgetter(1))
+        return self._filtered(ranked, full, limit, filters, sort)
 
     # -- CJK --------------------------------------------------------------------------------------
 
@@ -728,6 +739,11 @@ class Searcher(BaseSearcher):
 
 def _trigram_quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
+
+
+def _with_similarity(match: Match, cosines: Mapping[int, float]) -> Match:
+    cosine = cosines.get(match.message_id)
+    return match if cosine is None else replace(match, similarity=cosine)
 
 
 def merge_matches(first: list[Match], second: list[Match], limit: int) -> list[Match]:

@@ -40,12 +40,12 @@ from .vector_file import (
     VectorFileError,
     append_rows,
     erase_rows,
+    first_mismatch,
     locked,
     log_fallback,
     make_rows,
     owner_hash,
     row_dtype,
-    row_is_intact,
     write_file,
 )
 
@@ -405,20 +405,19 @@ class SyncedVectors:
         """``(owner, score)`` of the candidates the database still holds, best first; None when the
         search must be run again (stale rows took places that live ones should have, or the file turned
         out damaged and is being rebuilt)."""
-        found = candidates.found
+        found, mapped = candidates.found, candidates.mapped
         owners = self.source.owners(conn, [seq for seq, _, _ in found]) if found else {}
-        hits, stale = [], []
+        hits, stale, checked = [], [], []
         for seq, score, row in found:
             owner = owners.get(seq)
             if owner is None:
                 stale.append((seq, row))
                 continue
-            if row >= 0 and candidates.mapped is not None:
-                stored = candidates.mapped.rows[row]
-                if int(stored["owner"]) != owner_hash(owner) or not row_is_intact(stored):
-                    self._damaged(candidates.mapped, f"row {row} (seq {seq}) does not match the database")
-                    return None
+            if row >= 0 and mapped is not None:
+                checked.append((row, owner, seq))
             hits.append((owner, score))
+        if mapped is not None and not self._intact(mapped, checked):
+            return None
         if not stale:
             return hits
         with self._lock:
@@ -429,6 +428,16 @@ class SyncedVectors:
                     self._dead.add(row)
         # A full page of candidates may have hidden live rows behind the stale ones.
         return None if len(found) == candidates.asked else hits
+
+    def _intact(self, mapped: MappedVectors, checked: Sequence[tuple[int, Hashable, int]]) -> bool:
+        """Whether the file's rows of ``checked`` (row, owner, seq) match their checksums and owners; the file
+        is dropped as damaged (see :meth:`_damaged`) when one does not."""
+        bad = first_mismatch(mapped.rows, [row for row, _, _ in checked], [owner for _, owner, _ in checked])
+        if bad is None:
+            return True
+        seq = next(seq for row, _, seq in checked if row == bad)
+        self._damaged(mapped, f"row {bad} (seq {seq}) does not match the database")
+        return False
 
     def _damaged(self, mapped: MappedVectors, problem: str) -> None:
         """Stop using a damaged file and delete it (if it is still the one mapped), so the next refresh
@@ -485,18 +494,18 @@ class SyncedVectors:
         for hits in found:
             hits.sort(key=lambda hit: (-hit[1], hit[0]))
             kept: list[tuple[Hashable, float]] = []
+            checked = []
             for seq, score, row in hits:
                 owner = owners.get(seq)
                 if owner is None:
                     continue  # a purged or replaced vector: its row is stale
                 if row >= 0 and mapped is not None:
-                    stored = mapped.rows[row]
-                    if int(stored["owner"]) != owner_hash(owner) or not row_is_intact(stored):
-                        self._damaged(mapped, f"row {row} (seq {seq}) does not match the database")
-                        return [[h for h in self.search(conn, p, k) if h[1] >= min_score] for p in matrix]
+                    checked.append((row, owner, seq))
                 kept.append((owner, score))
                 if len(kept) == k:
                     break
+            if mapped is not None and not self._intact(mapped, checked):
+                return [[h for h in self.search(conn, p, k) if h[1] >= min_score] for p in matrix]
             results.append(kept)
         return results
 

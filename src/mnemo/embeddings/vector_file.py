@@ -57,7 +57,8 @@ class VectorFileBusy(VectorFileError):
 
 
 def row_dtype(dim: int) -> np.dtype:
-    """One row: the vector's table ``seq``, its owner's id checksum, the row checksum, the vector."""
+    """One row: the vector's table ``seq``, its owner's id checksum, the row checksum, the vector (packed, in
+    that order: :func:`_crc` reads the bytes)."""
     return np.dtype([("seq", "<i8"), ("owner", "<u4"), ("crc", "<u4"), ("vector", "<f4", (dim,))])
 
 
@@ -66,8 +67,17 @@ def owner_hash(owner: Hashable) -> int:
     return zlib.crc32(str(owner).encode("utf-8"))
 
 
+# Where a row's checksum sits, as bytes: it covers the seq and owner before it and the vector after it.
+_CRC_AT, _VECTOR_AT = 12, 16
+
+
+def _crc(raw: bytes | memoryview) -> int:
+    """The checksum of one row's bytes: its seq and owner, then its vector."""
+    return zlib.crc32(raw[_VECTOR_AT:], zlib.crc32(raw[:_CRC_AT]))
+
+
 def _row_crc(row: np.void) -> int:
-    return zlib.crc32(row["vector"].tobytes(), zlib.crc32(struct.pack("<qI", int(row["seq"]), int(row["owner"]))))
+    return _crc(row.tobytes())
 
 
 def make_rows(dim: int, rows: Sequence[tuple[int, Hashable, bytes]]) -> np.ndarray:
@@ -85,6 +95,22 @@ def make_rows(dim: int, rows: Sequence[tuple[int, Hashable, bytes]]) -> np.ndarr
 def row_is_intact(row: np.void) -> bool:
     """Whether a row still matches its checksum."""
     return int(row["crc"]) == _row_crc(row)
+
+
+def first_mismatch(rows: np.ndarray, positions: Sequence[int], owners: Sequence[Hashable]) -> int | None:
+    """The first of ``positions`` (indices into ``rows``) whose row fails its checksum or names another owner
+    than its own in ``owners`` (one per position); ``None`` when all of them match. One copy of the rows and
+    a checksum over each one's bytes: a search checks a few hundred rows."""
+    if not positions:
+        return None
+    picked = rows[np.asarray(positions, dtype=np.intp)]
+    raw = memoryview(picked.tobytes())
+    size = picked.dtype.itemsize
+    for index, (owner, kept, crc) in enumerate(zip(owners, picked["owner"].tolist(), picked["crc"].tolist(), strict=True)):
+        at = index * size
+        if kept != owner_hash(owner) or crc != _crc(raw[at : at + size]):
+            return positions[index]
+    return None
 
 
 @dataclass(frozen=True, slots=True)

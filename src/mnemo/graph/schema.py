@@ -242,6 +242,10 @@ def meta_key(name: str, scope: Scope) -> str:
     return f"{name}\x1f" + "\x1f".join(scope_params(scope))
 
 
+# By value, without the Enum call's own work: a recall converts a few hundred rows.
+_MEMORY_TYPES = {kind.value: kind for kind in MemoryType}
+
+
 @functools.lru_cache(maxsize=256)
 def _stored_scope(user_id: str, agent_id: str, channel_id: str) -> Scope:
     # A recall turns a few hundred rows of one scope into memories: its ids are checked once, not per row.
@@ -260,7 +264,7 @@ def row_to_memory(row: sqlite3.Row) -> Memory:
     return Memory(
         id=memory_id,
         content=content,
-        type=MemoryType(kind),
+        type=_MEMORY_TYPES[kind],
         importance=importance,
         created_at=created_at,
         updated_at=updated_at,
