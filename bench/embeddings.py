@@ -99,6 +99,13 @@ def _timed(func: Callable[[], object]) -> float:
     return (time.perf_counter() - start) * 1000
 
 
+def _timed_with_cpu(func: Callable[[], object]) -> tuple[float, float]:
+    """Wall and CPU milliseconds of one call (CPU of the whole process: onnxruntime's threads count)."""
+    cpu, started = time.process_time(), time.perf_counter()
+    func()
+    return (time.perf_counter() - started) * 1000, (time.process_time() - cpu) * 1000
+
+
 def _load_texts(path: Path) -> list[str]:
     if path.exists():
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -272,12 +279,14 @@ def _runtimes(texts: Sequence[str]) -> None:
         times = {}
         for label, run in runtimes.items():
             run(ids, mask)
-            times[label] = statistics.median(_timed(lambda r=run: r(ids, mask)) for _ in range(15))
-        rows.append((f"{batch} x {tokens} tokens", batch * tokens, *(f"{times[label]:.2f}" if label in times else "-"
-                     for label in ("numpy", "onnxruntime", "int8 queries"))))  # fmt: skip
+            samples = [_timed_with_cpu(lambda r=run: r(ids, mask)) for _ in range(15)]
+            wall, cpu = statistics.median(w for w, _ in samples), statistics.median(c for _, c in samples)
+            times[label] = f"{wall:.2f}" if label == "numpy" else f"{wall:.2f} / {cpu:.2f}"
+        rows.append((f"{batch} x {tokens} tokens", batch * tokens,
+                     *(times.get(label, "-") for label in ("numpy", "onnxruntime", "int8 queries"))))  # fmt: skip
     _table(
         f"3a'. the runtimes (calls of up to {minilm.QUICK_TOKENS} tokens go to numpy until onnxruntime is loaded;"
-        " queries go to the int8 session once it is), median ms",
+        " queries go to the int8 session once it is), median ms; onnxruntime's as wall / CPU",
         ["call", "tokens", "numpy", "onnxruntime", "int8 queries"],
         rows,
     )

@@ -138,7 +138,7 @@ class MiniLMEmbedder:
         """The ``(384,)`` unit vector of a search query.
 
         Once :meth:`preload` has built it, a second onnxruntime session multiplies in int8
-        (:mod:`mnemo.embeddings.onnx_int8`): about half the time of :meth:`embed` for a short query, within a
+        (:mod:`mnemo.embeddings.onnx_int8`): 10-20% less time and 15-25% less CPU than :meth:`embed`, within a
         cosine of 0.9997 of its vector for a sentence (0.999 for a single word). Query vectors are compared and
         thrown away, never stored, so stored vectors keep the exact arithmetic. Until then, and where
         onnxruntime cannot run the rewritten model, the vector is :meth:`embed`'s."""
@@ -192,9 +192,10 @@ class MiniLMEmbedder:
                 model = int8_products(_model_path())
                 if model is None:
                     raise ValueError("the model has no int8 weights to multiply by")
-                # One thread: a query's products are small, and waking a second thread cost more than it saved
-                # (bench/embeddings.py: 3.2 ms wall and 4.6 ms CPU a query on two threads, 2.9 and 3.0 on one).
-                self._query_session = open_onnx_session(model, 1)
+                # As many threads as the exact session: with them it takes less wall time and less CPU than the
+                # exact session at every length (bench/embeddings.py, table 3a'). One thread would save another
+                # quarter of the CPU on a ten-word query, but cost a long message's query 50% more wall time.
+                self._query_session = open_onnx_session(model, self._threads)
             except Exception as exc:  # noqa: BLE001 - an onnxruntime without MatMulNBits raises its own errors
                 log.info("queries are embedded like stored texts (the int8 query model is unavailable: %s)", exc)
                 self._query_session_failed = True

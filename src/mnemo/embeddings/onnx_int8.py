@@ -2,19 +2,15 @@
 
 The int8 MiniLM stores each weight matrix as int8 values and a scale per column, turned into float32 by a
 ``Cast`` and a ``Mul`` in the graph. onnxruntime folds those into float32 constants when it builds a
-session, so every call multiplies by 88 MB of float32 weights: about 4 ms for a ten-word query on these
-machines, bound by memory bandwidth and competing with the vector scans of the same turn.
+session, so every call multiplies in float32, by 42 MB of weights.
 
 :func:`int8_products` replaces each such chain with onnxruntime's ``MatMulNBits`` operator (8-bit weights,
 one scale per block of ``block_size`` values, which here repeats the column's scale): the weights stay int8
-(22 MB), and with ``accuracy_level`` 4 the activations are quantized per block too, so the products run on
-integer kernels. The result is not the exported graph's arithmetic: the vectors of the e2e bench's 200
-queries keep a cosine of at least 0.9997 to it (mean 0.9999), one-word queries at least 0.999. That is why
-only queries use it. Stored
-vectors, which every later search compares against, keep the exact graph and the model's name.
-
-The rewrite works on the protocol-buffers encoding itself (:mod:`mnemo.embeddings.onnx_file`): everything it
-does not change is copied byte for byte, and the ``onnx`` package is not needed.
+(11 MB), and with ``accuracy_level`` 4 the activations are quantized per block too, so the products run on
+integer kernels. A query then takes 10-20% less wall time and 15-25% less CPU, at every length
+(``bench/embeddings.py``, table 3a'). The result is not the exported graph's arithmetic: the vectors of the
+e2e bench's 200 queries keep a cosine of at least 0.9997 to it (mean 0.9999), one-word queries at least
+0.999. That is why only queries use it.
 """
 
 from __future__ import annotations
