@@ -99,6 +99,14 @@ def _timed(func: Callable[[], object]) -> float:
     return (time.perf_counter() - start) * 1000
 
 
+def _resident_mb() -> float:
+    """This process's resident memory (Linux; 0 elsewhere, and the memory rows then read 0)."""
+    try:
+        return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
 def _timed_with_cpu(func: Callable[[], object]) -> tuple[float, float]:
     """Wall and CPU milliseconds of one call (CPU of the whole process: onnxruntime's threads count)."""
     cpu, started = time.process_time(), time.perf_counter()
@@ -258,8 +266,13 @@ def _runtimes(texts: Sequence[str]) -> None:
     model = MiniLMEmbedder()
     tokenizer_ms = _timed(model._load_tokenizer)
     converted_ms, mapped_ms = _encoder_loads(model)
+    import onnxruntime  # noqa: F401 - imported first, so the memory rows count the sessions, not the library
+
+    resident = _resident_mb()
     session_ms = _timed(model._load_session)
+    session_mb, resident = _resident_mb() - resident, _resident_mb()
     query_ms = _timed(model._load_query_session)
+    query_mb = _resident_mb() - resident
     encoder, session, query = model._quick(), model._load_session(), model._query_session
     assert encoder is not None
     if query is None:
@@ -271,6 +284,7 @@ def _runtimes(texts: Sequence[str]) -> None:
         ("load, weights converted (ms)", "-", f"{converted_ms:.0f} (+{tokenizer_ms:.0f} tokenizer)", f"{session_ms:.0f}",
          f"{query_ms:.0f}" if query is not None else "-"),
         ("load, weights cache mapped (ms)", "-", f"{mapped_ms:.0f}", "", ""),
+        ("session's resident memory (MB)", "-", "", f"{session_mb:.0f}", f"{query_mb:.0f}" if query is not None else "-"),
     ]  # fmt: skip
     rng = np.random.default_rng(7)
     for batch, tokens in ((1, 8), (1, 16), (1, 32), (1, 128), (1, 256), (2, 128), (8, 32), (8, 128)):

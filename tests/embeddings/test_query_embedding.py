@@ -1,4 +1,5 @@
-"""Queries embedded through the int8 rewrite of the MiniLM graph: on the real model and onnxruntime."""
+"""The int8 rewrites of the MiniLM graph (lookups for every session, products for queries): on the real model
+and onnxruntime."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 from mnemo.embeddings import Embedder, MiniLMEmbedder, QueryEmbedder
 from mnemo.embeddings.minilm import _model_path
 from mnemo.embeddings.onnx_file import read_onnx
-from mnemo.embeddings.onnx_int8 import int8_products
+from mnemo.embeddings.onnx_int8 import int8_lookups, int8_products
 from mnemo.embeddings.onnx_session import open_onnx_session
 from mnemo.embeddings.queries import QueryVectors
 from mnemo.errors import InvalidArgument
@@ -76,6 +77,37 @@ def test_the_rewritten_graph_keeps_the_models_vectors_within_a_cosine_of_0999() 
     assert not np.array_equal(found, expected)  # it is another arithmetic, not the same graph
 
 
+def test_table_lookups_read_the_int8_tables_and_give_the_same_vectors_bit_for_bit(tmp_path: Path) -> None:
+    model = int8_lookups(_model_path())
+    assert model is not None
+    (tmp_path / "lookups.onnx").write_bytes(model)
+    graph = read_onnx(tmp_path / "lookups.onnx")
+    words = "inner.embeddings.word_embeddings.weight_q"
+    # The int8 table is looked up directly: no dequantized copy is left for onnxruntime to fold into float32.
+    assert [node.op_type for node in graph.nodes if words in node.inputs] == ["Gather"]
+    assert graph.tensors[words].dtype == np.int8
+    assert Counter(node.op_type for node in graph.nodes)["MatMulNBits"] == 0
+    from_file, rewritten = MiniLMEmbedder(), MiniLMEmbedder()
+    from_file._session = open_onnx_session(_model_path(), threads=1)
+    rewritten._session = open_onnx_session(model, threads=1)
+    texts = [*QUERIES, "word " * 300]
+    assert np.array_equal(rewritten.embed(texts), from_file.embed(texts))
+
+
+def test_a_model_whose_lookups_cannot_be_rewritten_runs_as_it_is(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def damaged(path):  # noqa: ANN001, ANN202 - int8_lookups' signature
+        raise ValueError("field 5 runs past the end")
+
+    monkeypatch.setattr("mnemo.embeddings.minilm.int8_lookups", damaged)
+    model = MiniLMEmbedder()
+    with caplog.at_level(logging.INFO, logger="mnemo.embeddings"):
+        vectors = model.embed([f"note number {n} about the garden" for n in range(200)])  # onnxruntime's size
+    assert model._session is not None and "runs past the end" in caplog.text
+    assert vectors.shape == (200, 384)
+
+
 def test_minilm_is_a_query_embedder() -> None:
     assert isinstance(MiniLMEmbedder(), QueryEmbedder)
 
@@ -112,7 +144,7 @@ def test_without_the_int8_session_queries_fall_back_and_say_so_once(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     def unsupported(model, threads):  # noqa: ANN001, ANN202 - open_onnx_session's signature
-        if isinstance(model, bytes):
+        if isinstance(model, bytes) and b"MatMulNBits" in model:  # as an onnxruntime without the operator says
             raise RuntimeError("Could not find an implementation for MatMulNBits")
         return real(model, threads)
 
