@@ -14,6 +14,9 @@ from typing import Any
 
 from ..scope import Scope
 
+# Texts matched per query: well under SQLite's bound-parameter limit with the lineage's session ids beside them.
+_TEXTS_PER_QUERY = 500
+
 
 @dataclass(frozen=True, slots=True)
 class ArchivedRef:
@@ -50,18 +53,28 @@ def locate_messages(
     sessions = _lineage(conn, session_id, scope)
     if not sessions:
         return found
-    used: set[int] = set()
     marks = ", ".join("?" * len(sessions))
-    for index, message in enumerate(messages):
-        role, content = message.get("role"), message.get("content")
-        if not isinstance(role, str) or not isinstance(content, str):
-            continue
-        rows = conn.execute(
-            f"SELECT id, session_id, created_at FROM messages WHERE session_id IN ({marks}) AND role = ? AND content = ?"
-            " ORDER BY id",
-            (*sessions, role, content),
-        ).fetchall()
-        row = next((r for r in rows if r[0] not in used), None)
+    wanted = [
+        (index, message.get("role"), message.get("content"))
+        for index, message in enumerate(messages)
+        if isinstance(message.get("role"), str) and isinstance(message.get("content"), str)
+    ]
+    # One query per chunk of texts rather than one per message: a compression hands over a whole session.
+    texts = list({content for _, _, content in wanted})
+    rows: dict[tuple[str, str], list[tuple[int, str, float]]] = {}
+    for start in range(0, len(texts), _TEXTS_PER_QUERY):
+        chunk = texts[start : start + _TEXTS_PER_QUERY]
+        for message_id, session, created_at, role, content in conn.execute(
+            f"SELECT id, session_id, created_at, role, content FROM messages WHERE session_id IN ({marks})"
+            f" AND content IN ({', '.join('?' * len(chunk))})",
+            (*sessions, *chunk),
+        ).fetchall():
+            rows.setdefault((role, content), []).append((message_id, session, created_at))
+    for same in rows.values():
+        same.sort()  # by id: the n-th occurrence of a text maps to its n-th row
+    used: set[int] = set()
+    for index, role, content in wanted:
+        row = next((r for r in rows.get((role, content), []) if r[0] not in used), None)
         if row is not None:
             used.add(row[0])
             found[index] = ArchivedRef(row[0], row[1], row[2])
