@@ -128,6 +128,13 @@ def test_a_query_after_preload_goes_through_the_int8_session(monkeypatch: pytest
     assert (found * expected).sum(axis=1).min() > 0.999
 
 
+def test_preload_after_a_large_batch_builds_the_int8_session_and_nothing_else() -> None:
+    model = MiniLMEmbedder()
+    model.embed([f"note number {n} about the garden" for n in range(200)])  # builds the exact session
+    _ready(model)
+    assert model._encoder is None  # the NumPy encoder, for queries before onnxruntime, is not needed
+
+
 def test_stored_texts_keep_the_exact_graph_after_preload() -> None:
     model = _ready(MiniLMEmbedder())
     reference = MiniLMEmbedder()

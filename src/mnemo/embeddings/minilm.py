@@ -106,8 +106,9 @@ class MiniLMEmbedder:
 
         def load() -> None:
             try:
-                self._quick()
-                self._load_session()
+                if self._session is None:  # a large batch may have built it already: then no NumPy encoder
+                    self._quick()
+                    self._load_session()
                 self._load_query_session()
             except Exception as exc:  # noqa: BLE001 - reported by the next embed(), which loads again
                 log.debug("preloading %s failed: %s", self.name, exc)
