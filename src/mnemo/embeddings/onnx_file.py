@@ -1,4 +1,5 @@
-"""The parts of an ONNX model file mnemo reads itself: the weights (initializers) and the nodes of its graph.
+"""The parts of an ONNX model file mnemo reads itself: the weights (initializers) and the nodes of its graph,
+and the few it writes back when it rewrites a graph (:mod:`mnemo.embeddings.onnx_int8`).
 
 An ONNX file is one protocol-buffers message (``ModelProto``). Reading the few fields needed here from the wire
 format takes a page of standard library instead of the ``onnx`` package, and the weights are read in place:
@@ -9,6 +10,7 @@ the pages a caller uses.
 from __future__ import annotations
 
 import mmap
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -17,13 +19,15 @@ import numpy as np
 
 from mnemo.errors import ConfigError
 
-# Field numbers of onnx.proto (ModelProto.graph, GraphProto.node / .initializer, NodeProto.*, TensorProto.*,
-# AttributeProto.*), and the element types used by the models mnemo reads.
-MODEL_GRAPH = 7
+# Field numbers of onnx.proto (ModelProto.graph / .opset_import, GraphProto.node / .initializer, NodeProto.*,
+# TensorProto.*, AttributeProto.*, OperatorSetIdProto.*), and the element types used by the models mnemo reads.
+MODEL_GRAPH, MODEL_OPSET_IMPORT = 7, 8
 GRAPH_NODE, GRAPH_INITIALIZER = 1, 5
-_NODE_INPUT, _NODE_OUTPUT, _NODE_OP_TYPE, _NODE_ATTRIBUTE = 1, 2, 4, 5
+_NODE_INPUT, _NODE_OUTPUT, _NODE_NAME, _NODE_OP_TYPE, _NODE_ATTRIBUTE, _NODE_DOMAIN = 1, 2, 3, 4, 5, 7
 _TENSOR_DIMS, _TENSOR_TYPE, _TENSOR_NAME, _TENSOR_RAW = 1, 2, 8, 9
-_ATTRIBUTE_NAME, _ATTRIBUTE_FLOAT, _ATTRIBUTE_INT = 1, 2, 3
+_ATTRIBUTE_NAME, _ATTRIBUTE_FLOAT, _ATTRIBUTE_INT, _ATTRIBUTE_TYPE = 1, 2, 3, 20
+_ATTRIBUTE_IS_INT = 2  # AttributeProto.AttributeType.INT
+_OPSET_DOMAIN, _OPSET_VERSION = 1, 2
 _DTYPES = {1: np.float32, 2: np.uint8, 3: np.int8, 6: np.int32, 7: np.int64, 9: np.bool_}
 _VARINT, _FIXED64, _BYTES, _FIXED32 = 0, 1, 2, 5
 
@@ -169,3 +173,66 @@ def read_tensor(data: memoryview) -> tuple[str, np.ndarray]:
     if raw is None:
         raise ValueError(f"tensor {name!r} has no raw bytes")
     return name, np.frombuffer(raw, dtype=np.dtype(_DTYPES[dtype]).newbyteorder("<")).reshape(dims)
+
+
+# -- writing --------------------------------------------------------------------------------------------
+
+
+def element_type(dtype: np.dtype | type) -> int:
+    """The ``TensorProto`` element type of a NumPy ``dtype`` (one of the types this module reads)."""
+    wanted = np.dtype(dtype)
+    return next(number for number, known in _DTYPES.items() if np.dtype(known) == wanted)
+
+
+def encode_field(number: int, payload: bytes) -> bytes:
+    """A length-delimited field (a message, a string, raw bytes), key included."""
+    return _encode_varint(number << 3 | _BYTES) + _encode_varint(len(payload)) + payload
+
+
+def encode_node(
+    op_type: str, inputs: Sequence[str], outputs: Sequence[str], attributes: Mapping[str, int], domain: str = ""
+) -> bytes:
+    """A ``NodeProto`` with integer attributes, named after its first output."""
+    return b"".join([
+        *(_encode_text(_NODE_INPUT, name) for name in inputs),
+        *(_encode_text(_NODE_OUTPUT, name) for name in outputs),
+        _encode_text(_NODE_NAME, f"{outputs[0]}_node"),
+        _encode_text(_NODE_OP_TYPE, op_type),
+        *([_encode_text(_NODE_DOMAIN, domain)] if domain else []),
+        *(
+            encode_field(_NODE_ATTRIBUTE, _encode_text(_ATTRIBUTE_NAME, name) + _encode_int(_ATTRIBUTE_INT, value)
+                         + _encode_int(_ATTRIBUTE_TYPE, _ATTRIBUTE_IS_INT))
+            for name, value in attributes.items()
+        ),
+    ])  # fmt: skip
+
+
+def encode_tensor(name: str, array: np.ndarray) -> bytes:
+    """A ``TensorProto`` holding ``array`` as raw little-endian bytes."""
+    dims = b"".join(_encode_int(_TENSOR_DIMS, size) for size in array.shape)
+    raw = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<")).tobytes()
+    return dims + _encode_int(_TENSOR_TYPE, element_type(array.dtype)) + _encode_text(_TENSOR_NAME, name) + encode_field(
+        _TENSOR_RAW, raw
+    )
+
+
+def encode_opset(domain: str, version: int) -> bytes:
+    """An ``OperatorSetIdProto``: the operators of ``domain`` at ``version``."""
+    return _encode_text(_OPSET_DOMAIN, domain) + _encode_int(_OPSET_VERSION, version)
+
+
+def _encode_varint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _encode_int(number: int, value: int) -> bytes:
+    return _encode_varint(number << 3 | _VARINT) + _encode_varint(value)
+
+
+def _encode_text(number: int, text: str) -> bytes:
+    return encode_field(number, text.encode("utf-8"))

@@ -15,7 +15,7 @@ e2e bench's 200 queries keep a cosine of at least 0.9997 to it (mean 0.9999), on
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +24,13 @@ from mnemo.embeddings.onnx_file import (
     GRAPH_INITIALIZER,
     GRAPH_NODE,
     MODEL_GRAPH,
+    MODEL_OPSET_IMPORT,
     Node,
+    element_type,
+    encode_field,
+    encode_node,
+    encode_opset,
+    encode_tensor,
     map_file,
     message_fields,
     read_node,
@@ -37,13 +43,6 @@ from mnemo.embeddings.onnx_file import (
 BLOCK_SIZE = 16
 # MatMulNBits quantizes the activations per block and multiplies in int8 from this level on.
 _INT8_ACCURACY = 4
-_MODEL_OPSET_IMPORT = 8
-_NODE_INPUT, _NODE_OUTPUT, _NODE_NAME, _NODE_OP_TYPE, _NODE_ATTRIBUTE, _NODE_DOMAIN = 1, 2, 3, 4, 5, 7
-_ATTRIBUTE_NAME, _ATTRIBUTE_INT, _ATTRIBUTE_TYPE, _ATTRIBUTE_TYPE_INT = 1, 3, 20, 2
-_TENSOR_DIMS, _TENSOR_TYPE, _TENSOR_NAME, _TENSOR_RAW = 1, 2, 8, 9
-_TENSOR_FLOAT, _TENSOR_UINT8 = 1, 2
-_OPSET_DOMAIN, _OPSET_VERSION = 1, 2
-_VARINT, _BYTES = 0, 2
 _MICROSOFT = "com.microsoft"
 
 
@@ -61,19 +60,27 @@ def int8_products(path: str | Path, block_size: int = BLOCK_SIZE) -> bytes | Non
     return _rewrite(path, block_size)
 
 
+@dataclass(frozen=True, slots=True)
 class _Dequantized:
     """A value the graph computes as ``Cast(int8 initializer) * scale initializer``, read by ``reader`` alone."""
 
-    def __init__(self, cast: Node, scaling: Node, weight: str, scale: str, reader: Node) -> None:
-        self.cast, self.scaling, self.weight, self.scale, self.reader = cast, scaling, weight, scale, reader
-        self.value = scaling.outputs[0]
+    cast: Node
+    scaling: Node
+    weight: str
+    scale: str
+    reader: Node
+
+    @property
+    def value(self) -> str:
+        return self.scaling.outputs[0]
 
 
 def _rewrite(path: str | Path, block_size: int | None) -> bytes | None:
     model = message_fields(map_file(path))
     graph = message_fields(next(field.value for field in model if field.number == MODEL_GRAPH))  # type: ignore[arg-type]
     nodes = [read_node(field.value) for field in graph if field.number == GRAPH_NODE]  # type: ignore[arg-type]
-    tensors = dict(read_tensor(field.value) for field in graph if field.number == GRAPH_INITIALIZER)  # type: ignore[arg-type]
+    initializers = [read_tensor(field.value) for field in graph if field.number == GRAPH_INITIALIZER]  # type: ignore[arg-type]
+    tensors = dict(initializers)
     taken = set(tensors) | {name for node in nodes for name in node.outputs}
     replaced: dict[int, list[bytes]] = {}
     dropped_nodes: set[int] = set()
@@ -91,9 +98,9 @@ def _rewrite(path: str | Path, block_size: int | None) -> bytes | None:
                 continue
             weights_name, scales_name = _fresh(taken, found.value, 2)
             stored, scales = _blocks(weight, scale, block_size)
-            added += [_tensor(weights_name, stored, _TENSOR_UINT8), _tensor(scales_name, scales, _TENSOR_FLOAT)]
+            added += [encode_tensor(weights_name, stored), encode_tensor(scales_name, scales)]
             attributes = {"K": k, "N": n, "bits": 8, "block_size": block_size, "accuracy_level": _INT8_ACCURACY}
-            replaced[id(reader)] = [_node(
+            replaced[id(reader)] = [encode_node(
                 "MatMulNBits", (reader.inputs[0], weights_name, scales_name), reader.outputs, attributes, _MICROSOFT
             )]  # fmt: skip
             dropped_tensors |= {found.weight, found.scale}
@@ -103,20 +110,20 @@ def _rewrite(path: str | Path, block_size: int | None) -> bytes | None:
     if not replaced:
         return None
     parts: list[bytes] = []
-    node_at = iter(nodes)
+    node_at, initializer_at = iter(nodes), iter(initializers)
     for field in graph:
         if field.number == GRAPH_NODE:
             node = next(node_at)
             if id(node) in replaced:
-                parts += [_bytes_field(GRAPH_NODE, encoded) for encoded in replaced[id(node)]]
+                parts += [encode_field(GRAPH_NODE, encoded) for encoded in replaced[id(node)]]
             elif id(node) not in dropped_nodes:
                 parts.append(bytes(field.encoded))
-        elif field.number != GRAPH_INITIALIZER or read_tensor(field.value)[0] not in dropped_tensors:  # type: ignore[arg-type]
+        elif field.number != GRAPH_INITIALIZER or next(initializer_at)[0] not in dropped_tensors:
             parts.append(bytes(field.encoded))
-    parts += [_bytes_field(GRAPH_INITIALIZER, encoded) for encoded in added]
-    out = [bytes(field.encoded) if field.number != MODEL_GRAPH else _bytes_field(MODEL_GRAPH, b"".join(parts)) for field in model]
+    parts += [encode_field(GRAPH_INITIALIZER, encoded) for encoded in added]
+    out = [bytes(field.encoded) if field.number != MODEL_GRAPH else encode_field(MODEL_GRAPH, b"".join(parts)) for field in model]
     if block_size is not None:
-        out.append(_bytes_field(_MODEL_OPSET_IMPORT, _text_field(_OPSET_DOMAIN, _MICROSOFT) + _int_field(_OPSET_VERSION, 1)))
+        out.append(encode_field(MODEL_OPSET_IMPORT, encode_opset(_MICROSOFT, 1)))
     return b"".join(out)
 
 
@@ -159,10 +166,10 @@ def _lookup_nodes(found: _Dequantized, names: list[str]) -> list[bytes]:
     rows, as_float, scales = names
     indices, (output,) = found.reader.inputs[1], found.reader.outputs
     return [
-        _node("Gather", (found.weight, indices), (rows,), {"axis": 0}),
-        _node("Cast", (rows,), (as_float,), {"to": _TENSOR_FLOAT}),
-        _node("Gather", (found.scale, indices), (scales,), {"axis": 0}),
-        _node("Mul", (as_float, scales), (output,), {}),
+        encode_node("Gather", (found.weight, indices), (rows,), {"axis": 0}),
+        encode_node("Cast", (rows,), (as_float,), {"to": element_type(np.float32)}),
+        encode_node("Gather", (found.scale, indices), (scales,), {"axis": 0}),
+        encode_node("Mul", (as_float, scales), (output,), {}),
     ]
 
 
@@ -173,47 +180,3 @@ def _blocks(weight: np.ndarray, scale: np.ndarray, block_size: int) -> tuple[np.
     stored = (weight.T.astype(np.int16) + 128).astype(np.uint8).reshape(n, k // block_size, block_size)
     scales = np.repeat(scale.reshape(n, 1), k // block_size, axis=1).reshape(-1).astype("<f4")
     return stored, scales
-
-
-def _node(
-    op_type: str, inputs: Sequence[str], outputs: Sequence[str], attributes: Mapping[str, int], domain: str = ""
-) -> bytes:
-    """A ``NodeProto`` with integer attributes, named after its first output."""
-    return b"".join([
-        *(_text_field(_NODE_INPUT, name) for name in inputs),
-        *(_text_field(_NODE_OUTPUT, name) for name in outputs),
-        _text_field(_NODE_NAME, f"{outputs[0]}_node"),
-        _text_field(_NODE_OP_TYPE, op_type),
-        *([_text_field(_NODE_DOMAIN, domain)] if domain else []),
-        *(
-            _bytes_field(_NODE_ATTRIBUTE, _text_field(_ATTRIBUTE_NAME, name) + _int_field(_ATTRIBUTE_INT, value)
-                         + _int_field(_ATTRIBUTE_TYPE, _ATTRIBUTE_TYPE_INT))
-            for name, value in attributes.items()
-        ),
-    ])  # fmt: skip
-
-
-def _tensor(name: str, array: np.ndarray, kind: int) -> bytes:
-    dims = b"".join(_int_field(_TENSOR_DIMS, size) for size in array.shape)
-    return dims + _int_field(_TENSOR_TYPE, kind) + _text_field(_TENSOR_NAME, name) + _bytes_field(_TENSOR_RAW, array.tobytes())
-
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def _int_field(number: int, value: int) -> bytes:
-    return _varint(number << 3 | _VARINT) + _varint(value)
-
-
-def _bytes_field(number: int, payload: bytes) -> bytes:
-    return _varint(number << 3 | _BYTES) + _varint(len(payload)) + payload
-
-
-def _text_field(number: int, text: str) -> bytes:
-    return _bytes_field(number, text.encode("utf-8"))
