@@ -1,8 +1,8 @@
 """Local sentence embeddings and nearest-neighbour search for mnemo's retrieval.
 
 :class:`MiniLMEmbedder` is the default, fully offline :class:`Embedder` (a :class:`QueryEmbedder`: queries take a
-quicker path); :class:`BruteForceIndex` is the
-exact :class:`VectorIndex` the stores feed with the vectors they persist.
+quicker path); :class:`BruteForceIndex` is the exact :class:`VectorIndex` the stores feed with the vectors they
+persist.
 """
 
 from pathlib import Path

@@ -264,7 +264,7 @@ def row_to_memory(row: sqlite3.Row) -> Memory:
     return Memory(
         id=memory_id,
         content=content,
-        type=_MEMORY_TYPES[kind],
+        type=_MEMORY_TYPES.get(kind) or MemoryType(kind),  # an unknown kind still raises the Enum's ValueError
         importance=importance,
         created_at=created_at,
         updated_at=updated_at,
