@@ -83,3 +83,61 @@ def test_search_without_context_lifts_a_message_beside_the_best_match(archive):
     _one_session_with_a_weak_match_beside_the_best(archive)
     hits = archive.search_messages("ferry timetable", limit=2)
     assert _texts(hits)[1].startswith("Ferry cancellations")
+
+
+def _turtles(archive, *, between: list[dict] = ()) -> str:
+    """A session where the answer to a question shares no word with it; returns the session id."""
+    session = archive.start_session()
+    archive.append_many(session, [
+        {"role": "user", "content": "My turtles love the new tank."},
+        {"role": "assistant", "content": "How long have you had your turtles?"},
+        *between,
+        {"role": "user", "content": "Three years now, and they bring me so much joy."},
+        *({"role": "assistant" if n % 2 else "user", "content": text} for n, text in enumerate(_SMALL_TALK)),
+    ])  # fmt: skip
+    return session
+
+
+def test_the_reply_after_a_matched_question_is_found_though_it_shares_no_word_with_the_query(archive):
+    _turtles(archive)
+    conversation(archive, _SMALL_TALK)
+    hits = archive.search_messages("how long has Nate had his turtles", limit=3)
+    assert "Three years now, and they bring me so much joy." in _texts(hits)
+
+
+def test_a_turn_beside_a_match_is_left_out_when_the_filters_leave_it_out(archive):
+    _turtles(archive)
+    hits = archive.search_messages("how long has Nate had his turtles", limit=3, role="assistant")
+    assert _texts(hits) == ["How long have you had your turtles?"]
+
+
+def test_tool_traffic_between_a_question_and_its_reply_does_not_part_them(archive):
+    _turtles(archive, between=[
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "calendar", "arguments": "{}"}},
+        ]},
+        {"role": "tool", "tool_call_id": "c1", "content": "no events"},
+    ])  # fmt: skip
+    hits = archive.search_messages("how long has Nate had his turtles", limit=3)
+    assert "Three years now, and they bring me so much joy." in _texts(hits)
+
+
+def test_another_sessions_message_written_between_a_question_and_its_reply_does_not_part_them(archive):
+    conversation(archive, _SMALL_TALK)
+    ours, theirs = archive.start_session(), archive.start_session()
+    archive.append(ours, {"role": "user", "content": "What should we call the new puppy?"})
+    archive.append(theirs, {"role": "user", "content": "Any plans for the weekend?"})
+    archive.append_many(ours, [
+        {"role": "assistant", "content": "We named the puppy Biscuit."},
+        *({"role": "user" if n % 2 else "assistant", "content": text} for n, text in enumerate(_SMALL_TALK)),
+    ])  # fmt: skip
+    hits = archive.search_messages("what did they call the puppy", limit=2)
+    assert _texts(hits) == ["We named the puppy Biscuit.", "What should we call the new puppy?"]
+
+
+def test_grouped_search_adds_no_turn_that_no_channel_found(archive):
+    _turtles(archive)
+    groups = archive.search("how long has Nate had his turtles", hits_per_session=5, context=1)
+    assert [hit.message.text for group in groups for hit in group.hits] == [
+        "How long have you had your turtles?", "My turtles love the new tank.",
+    ]  # fmt: skip

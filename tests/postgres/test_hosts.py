@@ -24,7 +24,8 @@ with open_home_archive(home) as archive:
         archive.append_many(sid, [{"role": "user", "content": f"{user} private note {n} about the zebra project"},
                                   {"role": "assistant", "content": f"noted for {user}"}])
         found = archive.search_messages("zebra project", limit=100)
-        assert all(h.message.text.startswith(user) for h in found), "saw another user's message"
+        # Ranking may add the reply beside a match ("noted for ..."): it is this user's too.
+        assert all(h.message.text.startswith(user) or h.message.text == f"noted for {user}" for h in found), "saw another user's message"
 """
 
 

@@ -101,6 +101,27 @@ def test_a_question_in_another_group_lends_its_answer_nothing():
     assert scores["next"] == pytest.approx(0.2)
 
 
+def test_a_borrower_is_ranked_by_what_its_neighbours_lend_it():
+    fusion = Fusion(neighbours=(0.1,), answer_share=0.3, question_damping=0, group_weight=0, group_text_weight=0)
+    places = {"question": Placement("s", 1, asks=True), "reply": Placement("s", 2)}
+    scores = fusion.relevance({"fts": {"question": 1.0}}, places, borrowers={"reply"})
+    assert scores["reply"] == pytest.approx(0.3 * 1.0 + 0.1 * 1.0)
+
+
+def test_a_borrower_beside_no_candidate_is_left_out():
+    fusion = Fusion(neighbours=(0.1,), answer_share=0.3, question_damping=0, group_weight=0, group_text_weight=0)
+    places = {"question": Placement("s", 1, asks=True), "far": Placement("s", 9), "elsewhere": Placement("t", 2)}
+    scores = fusion.relevance({"fts": {"question": 1.0}}, places, borrowers={"far", "elsewhere"})
+    assert scores.keys() == {"question"}
+
+
+def test_a_borrower_a_channel_found_keeps_its_own_relevance():
+    fusion = Fusion(neighbours=(), answer_share=0, question_damping=0, group_weight=0, group_text_weight=0)
+    places = {"a": Placement("s", 1), "b": Placement("s", 2)}
+    scores = fusion.relevance({"fts": {"a": 1.0, "b": 0.5}}, places, borrowers={"b"})
+    assert scores == {"a": 1.0, "b": 0.5}
+
+
 def test_group_text_lifts_every_item_of_the_group_by_its_scaled_score():
     fusion = Fusion(neighbours=(), answer_share=0, question_damping=0, group_weight=0, group_text_weight=0.5)
     places = {"a": Placement("topic", 1), "b": Placement("elsewhere", 1)}

@@ -11,7 +11,10 @@ hand the raw signals here; everything that turns signals into one relevance live
 2. **Context.** In a conversation the words of a question and of its answer are often in adjacent turns,
    so an item borrows a fraction of the relevance of the items one and two places away in the same group
    (a session, or the memories written from one source). A question is a pointer, not an answer: the
-   item right after a question borrows more of its relevance, and the question itself keeps less.
+   item right after a question borrows more of its relevance, and the question itself keeps less. A caller
+   may add *borrowers*, items no channel found (the turns beside its best candidates), ranked by what
+   they borrow alone: "I've had them for 3 years" shares no word with "how long has Nate had his turtles?",
+   the question before it does.
 3. **Group evidence.** Items in the group whose best item is most relevant get a small boost, so a
    session that clearly holds the answer contributes its other relevant turns too; and when the caller
    scores whole groups by full text (each group as one document), that score counts as well, which finds
@@ -125,12 +128,15 @@ class Fusion:
         group_text: Mapping[Hashable, float] | None = None,
         focus: Collection[K] = (),
         timely: Collection[K] = (),
+        borrowers: Collection[K] = (),
     ) -> dict[K, float]:
         """One relevance per candidate from already normalised ``channels`` (see :meth:`normalise`).
 
         With ``placements`` (candidates without one stand alone): context, questions and group evidence;
         ``group_text`` is a full-text score per group (larger is better), ``focus`` the candidates about
-        someone the query names, ``timely`` those written in a period it names.
+        someone the query names, ``timely`` those written in a period it names. ``borrowers`` (with a
+        placement, in no channel) are ranked by what they borrow from their neighbours; one that borrows
+        nothing is left out.
         """
         base: dict[K, float] = {}
         for name, values in channels.items():
@@ -141,7 +147,13 @@ class Fusion:
                 if value > 0:
                     base[key] = base.get(key, 0.0) + weight * value
         if placements and base:
-            base = self._with_group(self._with_context(base, placements), placements, group_text or {})
+            lent = [key for key in borrowers if key not in base and key in placements]
+            base.update(dict.fromkeys(lent, 0.0))
+            base = self._with_context(base, placements)
+            for key in lent:
+                if base[key] <= 0:
+                    del base[key]
+            base = self._with_group(base, placements, group_text or {})
         for chosen, boost in ((focus, self.focus_boost), (timely, self.time_boost)):
             if chosen and boost > 0:
                 base = {key: value * (1.0 + boost) if key in chosen else value for key, value in base.items()}
@@ -201,10 +213,13 @@ class Fusion:
         group_text: Mapping[Hashable, float] | None = None,
         focus: Collection[K] = (),
         timely: Collection[K] = (),
+        borrowers: Collection[K] = (),
     ) -> list[tuple[K, float]]:
         """Raw channel signals to ``(key, relevance)`` pairs, best first (ties: larger key first, i.e. the
         newer item for sequential ids); the keyword arguments are :meth:`relevance`'s."""
-        scores = self.relevance(self.normalise(raw), placements, group_text=group_text, focus=focus, timely=timely)
+        scores = self.relevance(
+            self.normalise(raw), placements, group_text=group_text, focus=focus, timely=timely, borrowers=borrowers
+        )
         return sorted(scores.items(), key=lambda kv: (-kv[1], _neg(kv[0])))
 
 

@@ -30,9 +30,12 @@ from ...archive.search import (
     ASKS_TAIL,
     MATCH_BUDGET,
     STOP_WORDS,
+    TURN_AFTER,
+    TURN_BEFORE,
     BaseSearcher,
     Filters,
     Match,
+    RankRow,
     VectorChannel,
     like_pattern,
     like_snippet,
@@ -201,10 +204,10 @@ class PostgresSearcher(BaseSearcher):
         fts_query = joiner.join(phrases)
         return [Match(row[0], row[1], None, "messages_fts", fts_query) for row in rows]
 
-    def _rank_rows(self, ids: Sequence[int]) -> list[tuple[int, str, str, object, float]]:
+    def _rank_rows(self, ids: Sequence[int]) -> list[RankRow]:
         return self._conn.execute(
-            f"SELECT id, session_id, right(content, {ASKS_TAIL}), CAST(extra AS jsonb) ->> 'name', created_at"
-            f" FROM messages WHERE id IN ({','.join('?' * len(ids))})",
+            f"SELECT m.id, m.session_id, right(m.content, {ASKS_TAIL}), CAST(m.extra AS jsonb) ->> 'name',"
+            f" m.created_at, {TURN_BEFORE}, {TURN_AFTER} FROM messages m WHERE m.id IN ({','.join('?' * len(ids))})",
             list(ids),
         ).fetchall()
 
