@@ -12,9 +12,9 @@ hand the raw signals here; everything that turns signals into one relevance live
    so an item borrows a fraction of the relevance of the items one and two places away in the same group
    (a session, or the memories written from one source). A question is a pointer, not an answer: the
    item right after a question borrows more of its relevance, and the question itself keeps less. A caller
-   may add *borrowers*, items no channel found (the turns beside its best candidates), ranked by what
-   they borrow alone: "I've had them for 3 years" shares no word with "how long has Nate had his turtles?",
-   the question before it does.
+   may add *borrowers*, items no channel found (the archive: the replies to its best candidates that ask),
+   ranked by what they borrow alone: "I've had them for 3 years" shares no word with "how long has Nate had
+   his turtles?", the question before it does.
 3. **Group evidence.** Items in the group whose best item is most relevant get a small boost, so a
    session that clearly holds the answer contributes its other relevant turns too; and when the caller
    scores whole groups by full text (each group as one document), that score counts as well, which finds
