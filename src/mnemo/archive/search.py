@@ -309,9 +309,18 @@ class BaseSearcher(ABC):
 
     @abstractmethod
     def _rank_rows(self, ids: Sequence[int]) -> list[RankRow]:
-        """``(id, session_id, end of content, participant name, created_at, turn before, turn after)`` of the
-        messages ``ids``: the turns are the ids of the nearest spoken messages (see ``SPOKEN``) of the same
-        session, ``None`` at its ends."""
+        """``(id, session_id, end of content, participant name, created_at)`` of the messages ``ids``."""
+
+    def _turns(self, ids: Collection[int]) -> dict[int, Turns]:
+        """The spoken turns (see ``SPOKEN``) just before and after each of the messages ``ids`` in its session,
+        ``None`` at its ends."""
+        if not ids:
+            return {}
+        rows = self._conn.execute(
+            f"SELECT m.id, {TURN_BEFORE}, {TURN_AFTER} FROM messages m WHERE m.id IN ({','.join('?' * len(ids))})",
+            list(ids),
+        ).fetchall()
+        return {mid: (before, after) for mid, before, after in rows}
 
     def _table_snippets(self, table: str, fts_query: str, ids: list[int]) -> dict[int, str]:
         """Snippets the engine's own index makes, for matches not from the main full-text index."""
@@ -387,23 +396,26 @@ class BaseSearcher(ABC):
         periods = mentioned_periods(query, time.time())
 
         def ranked_over(rows: list[RankRow], borrowers: Collection[int] = ()) -> list[tuple[int, float]]:
+            # Only messages that share their session with another candidate have neighbours to count.
+            links.update(self._turns([mid for mid in _sharing_a_session(rows) if mid not in links]))
             named = names_mentioned(query, {row[3] for row in rows if isinstance(row[3], str) and row[3]})
             return fusion.rank(
-                raw, _turn_placements(rows, len(fusion.neighbours)), group_text=group_text,
+                raw, _turn_placements(rows, links, len(fusion.neighbours)), group_text=group_text,
                 focus={row[0] for row in rows if row[3] in named},
                 timely={row[0] for row in rows if periods.contains(row[4])} if periods else set(),
                 borrowers=borrowers,
             )  # fmt: skip
 
+        links: dict[int, Turns] = {}
         rows = self._rank_rows(list(by_id))
         ranked = ranked_over(rows)
         found = dict(by_id)
         if lend and fusion.neighbours:
             # Where neighbours are shown beside each result (grouped search), the turn after it needs no place.
-            replies = {m.message_id: m for m in self._replies(ranked[:LENDERS], rows, by_id, " OR ".join(phrases), filters)}
+            replies = self._replies(ranked[:LENDERS], rows, links, by_id, " OR ".join(phrases), filters)
             if replies:
-                found.update(replies)
-                ranked = ranked_over(rows + self._rank_rows(list(replies)), replies.keys())
+                found.update((m.message_id, m) for m in replies)
+                ranked = ranked_over(rows + self._rank_rows([m.message_id for m in replies]), found.keys() - by_id.keys())
         kept = {mid for mid, _ in ranked}
         # A candidate without positive relevance (a zero-scored AND window) still follows the ranked ones.
         results = []
@@ -414,14 +426,22 @@ class BaseSearcher(ABC):
         return results
 
     def _replies(
-        self, best: Sequence[tuple[int, float]], rows: Sequence[RankRow], have: Collection[int], fts_query: str, filters: Filters
+        self,
+        best: Sequence[tuple[int, float]],
+        rows: Sequence[RankRow],
+        links: dict[int, Turns],
+        have: Collection[int],
+        fts_query: str,
+        filters: Filters,
     ) -> list[Match]:
         """The spoken turns just after those of the ``best`` results that ask a question, where they are not
         candidates yet and pass ``filters``: the reply is what answers. Lending every best result its next
         turn, or its turn before too, reached one LoCoMo dev question more per turn for many more turns of
-        chatter ("remind me, please") in recall."""
-        after = {row[0]: row[6] for row in rows if asks_question(row[2])}
-        wanted = sorted({after[key] for key, _ in best if after.get(key) is not None and after[key] not in have})
+        chatter ("remind me, please") in recall. ``links`` (see :meth:`_turns`) gains the askers' turns."""
+        tails = {row[0]: row[2] for row in rows}
+        askers = [mid for mid, _ in best if asks_question(tails[mid])]
+        links.update(self._turns([mid for mid in askers if mid not in links]))
+        wanted = sorted({links[mid][1] for mid in askers} - {None} - set(have))
         return self._filtered([(mid, 0.0) for mid in wanted], fts_query, len(wanted), filters, "relevance") if wanted else []
 
     def _session_text(self, phrases: Sequence[str]) -> dict[str, float]:
@@ -584,8 +604,8 @@ class Searcher(BaseSearcher):
 
     def _rank_rows(self, ids: Sequence[int]) -> list[RankRow]:
         return self._conn.execute(
-            f"SELECT m.id, m.session_id, substr(m.content, -{ASKS_TAIL}), json_extract(m.extra, '$.name'),"
-            f" m.created_at, {TURN_BEFORE}, {TURN_AFTER} FROM messages m WHERE m.id IN ({','.join('?' * len(ids))})",
+            f"SELECT id, session_id, substr(content, -{ASKS_TAIL}), json_extract(extra, '$.name'), created_at"
+            f" FROM messages WHERE id IN ({','.join('?' * len(ids))})",
             list(ids),
         ).fetchall()
 
@@ -783,25 +803,38 @@ def _trigram_quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-RankRow = tuple[int, str, str, object, float, int | None, int | None]
+RankRow = tuple[int, str, str, object, float]
 """What ranking reads of a message: see :meth:`BaseSearcher._rank_rows`."""
+Turns = tuple[int | None, int | None]
+"""A message's spoken turns before and after it: see :meth:`BaseSearcher._turns`."""
 
 
-def _turn_placements(rows: Iterable[RankRow], reach: int) -> dict[int, Placement]:
-    """Each message's place in its session, counted in spoken turns: two messages are one apart when one is
-    the other's turn before, two apart when one turn lies between them (seen from both sides), and beyond
-    ``reach`` when neither. Tool traffic between a question and its reply, and other sessions' messages
-    written in between, do not push them apart."""
+def _sharing_a_session(rows: Iterable[RankRow]) -> list[int]:
+    """The messages of ``rows`` whose session holds another of them."""
+    sessions = Counter(row[1] for row in rows)
+    return [row[0] for row in rows if sessions[row[1]] > 1]
+
+
+def _turn_placements(rows: Iterable[RankRow], links: Mapping[int, Turns], reach: int) -> dict[int, Placement]:
+    """Each message's place in its session, counted in spoken turns (``links``, for every message that shares
+    its session with another): two messages are one apart when one is the other's turn before, two apart when
+    one turn lies between them (seen from both sides), and beyond ``reach`` when neither. Tool traffic between
+    a question and its reply, and other sessions' messages written in between, do not push them apart."""
     sessions: dict[str, list[RankRow]] = {}
     for row in rows:
         sessions.setdefault(row[1], []).append(row)
     placements: dict[int, Placement] = {}
     for session, members in sessions.items():
+        if len(members) == 1:
+            mid, _, tail, *_ = members[0]
+            placements[mid] = Placement(session, 0, asks_question(tail))
+            continue
         members.sort(key=itemgetter(0))
         position: dict[int, int] = {}
         followed: dict[int, int] = {}  # the turn after a member -> that member
         last = -(reach + 1)
-        for mid, _, tail, _, _, before, after in members:
+        for mid, _, tail, *_ in members:
+            before, after = links[mid]
             if before in position:
                 at = position[before] + 1
             elif before in followed:

@@ -30,8 +30,6 @@ from ...archive.search import (
     ASKS_TAIL,
     MATCH_BUDGET,
     STOP_WORDS,
-    TURN_AFTER,
-    TURN_BEFORE,
     BaseSearcher,
     Filters,
     Match,
@@ -206,8 +204,8 @@ class PostgresSearcher(BaseSearcher):
 
     def _rank_rows(self, ids: Sequence[int]) -> list[RankRow]:
         return self._conn.execute(
-            f"SELECT m.id, m.session_id, right(m.content, {ASKS_TAIL}), CAST(m.extra AS jsonb) ->> 'name',"
-            f" m.created_at, {TURN_BEFORE}, {TURN_AFTER} FROM messages m WHERE m.id IN ({','.join('?' * len(ids))})",
+            f"SELECT id, session_id, right(content, {ASKS_TAIL}), CAST(extra AS jsonb) ->> 'name', created_at"
+            f" FROM messages WHERE id IN ({','.join('?' * len(ids))})",
             list(ids),
         ).fetchall()
 
