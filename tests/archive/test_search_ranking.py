@@ -141,3 +141,12 @@ def test_grouped_search_adds_no_turn_that_no_channel_found(archive):
     assert [hit.message.text for group in groups for hit in group.hits] == [
         "How long have you had your turtles?", "My turtles love the new tank.",
     ]  # fmt: skip
+
+
+def test_a_message_deleted_while_it_was_ranked_stands_apart_from_its_session():
+    from mnemo.archive.search import _turn_placements
+
+    # Another process may delete a session between a search's queries: its messages have no turns to count.
+    rows = [(1, "s", "What should we call the puppy?", None, 0.0), (2, "s", "Biscuit.", None, 0.0)]
+    places = _turn_placements(rows, {}, reach=2)
+    assert abs(places[2].position - places[1].position) > 2

@@ -394,6 +394,7 @@ class BaseSearcher(ABC):
             raw[VECTOR] = {m.message_id: -m.score for m in similar}
         group_text = self._session_text(phrases)
         periods = mentioned_periods(query, time.time())
+        links: dict[int, Turns] = {}
 
         def ranked_over(rows: list[RankRow], borrowers: Collection[int] = ()) -> list[tuple[int, float]]:
             # Only messages that share their session with another candidate have neighbours to count.
@@ -406,7 +407,6 @@ class BaseSearcher(ABC):
                 borrowers=borrowers,
             )  # fmt: skip
 
-        links: dict[int, Turns] = {}
         rows = self._rank_rows(list(by_id))
         ranked = ranked_over(rows)
         found = dict(by_id)
@@ -441,7 +441,7 @@ class BaseSearcher(ABC):
         tails = {row[0]: row[2] for row in rows}
         askers = [mid for mid, _ in best if asks_question(tails[mid])]
         links.update(self._turns([mid for mid in askers if mid not in links]))
-        wanted = sorted({links[mid][1] for mid in askers} - {None} - set(have))
+        wanted = sorted({links.get(mid, _NO_TURNS)[1] for mid in askers} - {None} - set(have))
         return self._filtered([(mid, 0.0) for mid in wanted], fts_query, len(wanted), filters, "relevance") if wanted else []
 
     def _session_text(self, phrases: Sequence[str]) -> dict[str, float]:
@@ -807,6 +807,8 @@ RankRow = tuple[int, str, str, object, float]
 """What ranking reads of a message: see :meth:`BaseSearcher._rank_rows`."""
 Turns = tuple[int | None, int | None]
 """A message's spoken turns before and after it: see :meth:`BaseSearcher._turns`."""
+# What a message deleted since it was found (by another process, mid-search) has: no turns to count.
+_NO_TURNS: Turns = (None, None)
 
 
 def _sharing_a_session(rows: Iterable[RankRow]) -> list[int]:
@@ -834,7 +836,7 @@ def _turn_placements(rows: Iterable[RankRow], links: Mapping[int, Turns], reach:
         followed: dict[int, int] = {}  # the turn after a member -> that member
         last = -(reach + 1)
         for mid, _, tail, *_ in members:
-            before, after = links[mid]
+            before, after = links.get(mid, _NO_TURNS)
             if before in position:
                 at = position[before] + 1
             elif before in followed:
