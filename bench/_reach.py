@@ -90,11 +90,22 @@ def exchanges(turns: Sequence[tuple[bool, str, str]]) -> Iterator[tuple[Message,
         yield joined(runs[index][1]), joined(reply)
 
 
+TOOL_TURN = (
+    {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call-1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}},
+    ]},
+    {"role": "tool", "tool_call_id": "call-1", "content": '{"status": "ok"}'},
+)  # fmt: skip
+"""What ``feed(..., tool_calls=True)`` puts between each user message and its reply: one tool call and its result,
+archived as a tool-using agent's turn is (``turn_complete(..., messages=...)``)."""
+
+
 def feed(
-    home: Path, user: str, sessions: Iterable[tuple[str, list[tuple[Message, Message]]]]
+    home: Path, user: str, sessions: Iterable[tuple[str, list[tuple[Message, Message]]]], *, tool_calls: bool = False
 ) -> tuple[Conversation, list[float]]:
     """Feed ``sessions`` (key, exchanges) through the loop, one ``AgentMemory`` session each; the run's record
-    and the ``prepare_messages`` times (ms)."""
+    and the ``prepare_messages`` times (ms). With ``tool_calls``, every exchange is handed over whole with
+    :data:`TOOL_TURN` between the user's message and the reply."""
     record = Conversation(user)
     turn_ms: list[float] = []
     fed: list[tuple[str, Message, Message]] = []
@@ -106,8 +117,10 @@ def feed(
                 started = time.perf_counter()
                 memory.prepare_messages(mine.text, history)
                 turn_ms.append((time.perf_counter() - started) * 1000)
-                memory.turn_complete(mine.text, reply.text)
-                history += [{"role": "user", "content": mine.text}, {"role": "assistant", "content": reply.text}]
+                said = [{"role": "user", "content": mine.text}, {"role": "assistant", "content": reply.text}]
+                turn = [said[0], *TOOL_TURN, said[1]] if tool_calls else None
+                memory.turn_complete(mine.text, reply.text, messages=turn)
+                history += turn or said
                 fed.append((session_id, mine, reply))
     _index(home, record, fed)
     return record, turn_ms
@@ -122,9 +135,12 @@ def _index(home: Path, record: Conversation, fed: list[tuple[str, Message, Messa
         stored = {sid: archive.messages(sid) for sid in dict.fromkeys(s for s, _, _ in fed)}
     finally:
         archive.close()
+    # The user's and the assistant's texts, in the order archived (a tool call and its result are neither).
+    said = {sid: [row for row in rows if row.role == "user" or (row.role == "assistant" and not row.tool_calls)]
+            for sid, rows in stored.items()}  # fmt: skip
     cursor = {sid: 0 for sid in stored}
     for session_id, mine, reply in fed:
-        rows = stored[session_id]
+        rows = said[session_id]
         for message in (mine, reply):
             row = rows[cursor[session_id]]
             cursor[session_id] += 1

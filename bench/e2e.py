@@ -8,7 +8,9 @@ home), and every user's questions are asked once all of them have been fed. Spea
 assistant: each run of A's turns is one user message, the run of B's turns after it the reply (a session
 opening with B has an empty user message). Every LoCoMo session is one ``AgentMemory`` session:
 ``prepare_messages(user, history)`` then ``turn_complete(user, reply)`` per exchange, ``close()`` at its end,
-nothing else (no messages handed to ``end_session``, no ``remember``). Then every scored question (categories
+nothing else (no messages handed to ``end_session``, no ``remember``); with ``--tool-calls`` each exchange is
+handed to ``turn_complete`` whole (``messages=``), with one tool call and its result before the reply, as a
+tool-using agent's turn is archived. Then every scored question (categories
 1-4 with evidence) is asked in a new session of the same user, and three doors are checked for the evidence
 turns:
 
@@ -85,7 +87,12 @@ def _conversation(sample: dict) -> tuple[str, list[tuple[str, list[tuple[Message
 
 
 def bench_quality(
-    path: Path, workdir: Path, conversations: int | None, deep: dict | None = None, homes: str = "shared"
+    path: Path,
+    workdir: Path,
+    conversations: int | None,
+    deep: dict | None = None,
+    homes: str = "shared",
+    tool_calls: bool = False,
 ) -> dict:
     samples = json.loads(path.read_text(encoding="utf-8"))[:conversations]
     tally = Tally()
@@ -95,7 +102,7 @@ def bench_quality(
     for index, sample in enumerate(samples):
         home = workdir / ("locomo-home" if homes == "shared" else f"locomo-home-{index}")
         home.mkdir(parents=True, exist_ok=True)
-        record, fed_ms = feed(home, *_conversation(sample))
+        record, fed_ms = feed(home, *_conversation(sample), tool_calls=tool_calls)
         turn_ms += fed_ms
         fed.append((home, record, sample))
     # Asked once every user is in: in a shared home each user's ranking meets the others' words in the
@@ -254,6 +261,10 @@ def main() -> int:
         "--homes", choices=("shared", "own"), default="shared",
         help="every user in one home (a gateway, the default) or each in a home of its own (a personal agent)",
     )
+    parser.add_argument(
+        "--tool-calls", action="store_true",
+        help="hand every exchange over whole, with a tool call and its result before the reply (a tool-using agent)",
+    )
     deep_options(parser)
     parser.add_argument(
         "--scale-messages", type=int, default=0, help="also time a home with this many archived messages"
@@ -267,7 +278,7 @@ def main() -> int:
         result: dict = {}
         if args.data:
             run = workdir / f"run-{int(time.time())}"
-            result |= bench_quality(args.data, run, args.conversations, deep_settings(args), args.homes)
+            result |= bench_quality(args.data, run, args.conversations, deep_settings(args), args.homes, args.tool_calls)
         if args.scale_messages:
             result |= bench_scale(workdir, args.scale_messages, args.scale_memories, args.scale_questions)
     print(json.dumps(result))

@@ -113,6 +113,20 @@ def test_hits_carry_snippet_session_and_neighbours(archive):
     assert [m.id for m in hit.before] == [ids[0]] and [m.id for m in hit.after] == [ids[2]]
 
 
+def test_a_hits_neighbours_are_the_spoken_turns_around_it_not_the_tool_traffic_between(archive):
+    sid = archive.start_session()
+    question, *_, reply = archive.append_many(sid, [
+        {"role": "user", "content": "which port does staging listen on?"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "read_config", "arguments": "{}"}},
+        ]},
+        {"role": "tool", "tool_call_id": "c1", "content": "{}"},
+        {"role": "assistant", "content": "It listens on 6543."},
+    ])  # fmt: skip
+    [hit] = archive.search_messages("staging port", context=1)
+    assert hit.message.id == question and [m.id for m in hit.after] == [reply]
+
+
 def test_adjacent_hits_each_get_their_own_neighbours(archive):
     _, ids = conversation(archive, ["intro", "kernel panic one", "kernel panic two", "outro"])
     hits = {hit.message.id: hit for hit in archive.search_messages("kernel panic", context=2)}

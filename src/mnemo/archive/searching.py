@@ -16,7 +16,7 @@ from .records import (
     StoredMessage,
     to_timestamp,
 )
-from .search import FUSION, FUSION_SHOWN_IN_CONTEXT, SESSION_SCOPE_CLAUSE, SORTS, Filters, Match
+from .search import FUSION, FUSION_SHOWN_IN_CONTEXT, SESSION_SCOPE_CLAUSE, SORTS, SPOKEN, Filters, Match
 
 MAX_LIMIT = 100
 HITS_PER_CANDIDATE_SESSION = 20
@@ -218,8 +218,10 @@ class ArchiveSearch:
         return hits
 
     def _neighbours(self, centres: Sequence[StoredMessage], context: int) -> dict[str, list[StoredMessage]]:
-        """Up to ``context`` messages before and after each of ``centres`` in its session, by session, in
-        order: each centre's nearest neighbours are among them, whatever the others brought."""
+        """Up to ``context`` spoken messages (see :data:`~mnemo.archive.search.SPOKEN`) before and after each of
+        ``centres`` in its session, by session, in order: each centre's nearest neighbours are among them,
+        whatever the others brought. A tool-using turn's calls and results are left out: the window is the
+        conversation around a hit (reading the session shows everything)."""
         by_session: dict[str, dict[int, StoredMessage]] = {}
         with self._reading() as conn:
             for start in range(0, len(centres), CENTRES_PER_QUERY):
@@ -228,8 +230,8 @@ class ArchiveSearch:
                 for index, centre in enumerate(centres[start : start + CENTRES_PER_QUERY]):
                     for side, (compare, direction) in enumerate((("<", "DESC"), (">", "ASC"))):
                         nearest.append(
-                            f"SELECT id FROM (SELECT id FROM messages WHERE session_id = ? AND id {compare} ?"
-                            f" ORDER BY id {direction} LIMIT {int(context)}) AS n{index}_{side}"
+                            f"SELECT id FROM (SELECT t.id FROM messages t WHERE t.session_id = ? AND t.id {compare} ?"
+                            f" AND {SPOKEN} ORDER BY t.id {direction} LIMIT {int(context)}) AS n{index}_{side}"
                         )
                         params += [centre.session_id, centre.id]
                 rows = conn.execute(
