@@ -74,11 +74,19 @@ _CANDIDATES = 100
 LENDERS = 10  # 5 and 20 reached the same within two questions
 # A spoken message, as neighbours are counted: what a user or the assistant said, not tool traffic (a turn
 # that called tools sits between its question and its reply) nor an empty message.
-SPOKEN = "t.role IN ('user', 'assistant') AND t.content <> ''"
-# The spoken turns before and after message ``m`` in its session (SQL both engines run, on their index of
-# messages by session and id).
-TURN_BEFORE = f"(SELECT t.id FROM messages t WHERE t.session_id = m.session_id AND t.id < m.id AND {SPOKEN} ORDER BY t.id DESC LIMIT 1)"
-TURN_AFTER = f"(SELECT t.id FROM messages t WHERE t.session_id = m.session_id AND t.id > m.id AND {SPOKEN} ORDER BY t.id LIMIT 1)"
+_SPOKEN = "t.role IN ('user', 'assistant') AND t.content <> ''"
+
+
+def nearest_spoken(session: str, message: str, side: str, count: int) -> str:
+    """SQL both engines run (on their index of messages by session and id): the ids of the ``count`` spoken
+    messages of ``session`` nearest to ``message`` on ``side`` (``"before"`` or ``"after"``), nearest first;
+    ``session`` and ``message`` are SQL expressions (a column, a ``?``)."""
+    compare, direction = ("<", "DESC") if side == "before" else (">", "ASC")
+    return (
+        f"SELECT t.id FROM messages t WHERE t.session_id = {session} AND t.id {compare} {message} AND {_SPOKEN}"
+        f" ORDER BY t.id {direction} LIMIT {int(count)}"
+    )
+
 # Okapi BM25 constants for scoring a whole session as one document (FTS5's own are the same).
 SESSION_K1 = 1.2
 SESSION_B = 0.75
@@ -312,12 +320,13 @@ class BaseSearcher(ABC):
         """``(id, session_id, end of content, participant name, created_at)`` of the messages ``ids``."""
 
     def _turns(self, ids: Collection[int]) -> dict[int, Turns]:
-        """The spoken turns (see ``SPOKEN``) just before and after each of the messages ``ids`` in its session,
+        """The spoken turns (see :func:`nearest_spoken`) just before and after each of the messages ``ids`` in its session,
         ``None`` at its ends."""
         if not ids:
             return {}
         rows = self._conn.execute(
-            f"SELECT m.id, {TURN_BEFORE}, {TURN_AFTER} FROM messages m WHERE m.id IN ({','.join('?' * len(ids))})",
+            f"SELECT m.id, ({nearest_spoken('m.session_id', 'm.id', 'before', 1)}),"
+            f" ({nearest_spoken('m.session_id', 'm.id', 'after', 1)}) FROM messages m WHERE m.id IN ({','.join('?' * len(ids))})",
             list(ids),
         ).fetchall()
         return {mid: (before, after) for mid, before, after in rows}
@@ -412,10 +421,10 @@ class BaseSearcher(ABC):
         found = dict(by_id)
         if lend and fusion.neighbours:
             # Where neighbours are shown beside each result (grouped search), the turn after it needs no place.
-            replies = self._replies(ranked[:LENDERS], rows, links, by_id, " OR ".join(phrases), filters)
+            replies = {m.message_id: m for m in self._replies(ranked[:LENDERS], rows, links, by_id, " OR ".join(phrases), filters)}
             if replies:
-                found.update((m.message_id, m) for m in replies)
-                ranked = ranked_over(rows + self._rank_rows([m.message_id for m in replies]), found.keys() - by_id.keys())
+                found.update(replies)
+                ranked = ranked_over(rows + self._rank_rows(list(replies)), replies.keys())
         kept = {mid for mid, _ in ranked}
         # A candidate without positive relevance (a zero-scored AND window) still follows the ranked ones.
         results = []

@@ -16,7 +16,7 @@ from .records import (
     StoredMessage,
     to_timestamp,
 )
-from .search import FUSION, FUSION_SHOWN_IN_CONTEXT, SESSION_SCOPE_CLAUSE, SORTS, SPOKEN, Filters, Match
+from .search import FUSION, FUSION_SHOWN_IN_CONTEXT, SESSION_SCOPE_CLAUSE, SORTS, Filters, Match, nearest_spoken
 
 MAX_LIMIT = 100
 HITS_PER_CANDIDATE_SESSION = 20
@@ -218,7 +218,7 @@ class ArchiveSearch:
         return hits
 
     def _neighbours(self, centres: Sequence[StoredMessage], context: int) -> dict[str, list[StoredMessage]]:
-        """Up to ``context`` spoken messages (see :data:`~mnemo.archive.search.SPOKEN`) before and after each of
+        """Up to ``context`` spoken messages (see :func:`~mnemo.archive.search.nearest_spoken`) before and after each of
         ``centres`` in its session, by session, in order: each centre's nearest neighbours are among them,
         whatever the others brought. A tool-using turn's calls and results are left out: the window is the
         conversation around a hit (reading the session shows everything)."""
@@ -228,11 +228,8 @@ class ArchiveSearch:
                 nearest = []
                 params: list[Any] = []
                 for index, centre in enumerate(centres[start : start + CENTRES_PER_QUERY]):
-                    for side, (compare, direction) in enumerate((("<", "DESC"), (">", "ASC"))):
-                        nearest.append(
-                            f"SELECT id FROM (SELECT t.id FROM messages t WHERE t.session_id = ? AND t.id {compare} ?"
-                            f" AND {SPOKEN} ORDER BY t.id {direction} LIMIT {int(context)}) AS n{index}_{side}"
-                        )
+                    for side in ("before", "after"):
+                        nearest.append(f"SELECT id FROM ({nearest_spoken('?', '?', side, context)}) AS n{index}_{side}")
                         params += [centre.session_id, centre.id]
                 rows = conn.execute(
                     f"SELECT {MESSAGE_COLUMNS} FROM {MESSAGES_IN_SESSIONS}"
