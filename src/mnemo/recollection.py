@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import deep_recall
 from ._time import iso
+from .archive.records import SPOKEN_ROLES
 from .errors import InvalidArgument
 from .graph.newer import later_first
 from .graph.recalled import MAX_RECALL_LIMIT, RecalledMemory, recall_memories
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
     from .graph.store import MemoryGraph
     from .graph.types import Memory
 
-RECALLED_ROLES = ("user", "assistant")
+RECALLED_ROLES = SPOKEN_ROLES
 """The archived messages recall may return: what was said, never tool output."""
 
 PASSAGE_CHARS = 120

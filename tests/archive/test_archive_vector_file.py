@@ -1,6 +1,6 @@
-"""The archive's message vectors are searched from a vector file beside the database, one per scope: a new
-process answers as before, deleted sessions leave no vector behind in it, a damaged file is rebuilt, and one
-user's many messages never crowd another's out of the vector channel."""
+"""The archive's message vectors are searched from vector files beside the database, one per scope and kind
+(spoken messages, and the rest): a new process answers as before, deleted sessions leave no vector behind, a
+damaged file is rebuilt, and one user's many messages never crowd another's out of the vector channel."""
 
 from __future__ import annotations
 
@@ -30,6 +30,11 @@ def _hits(archive: SessionArchive) -> list[list[int]]:
     return [[h.message.id for h in archive.search_messages(q)] for q in ("canine", "automobile", "coffee")]
 
 
+def _spoken_file(path):
+    (file,) = [file for file in vector_files(path) if vector_file_status(file).key.endswith("\x1fspoken")]
+    return file
+
+
 def _filled(path) -> tuple[list[list[int]], str]:
     with _archive(path) as archive:
         session = archive.start_session()
@@ -41,8 +46,7 @@ def _filled(path) -> tuple[list[list[int]], str]:
 def test_a_new_process_searches_the_vector_file_and_finds_the_same(tmp_path):
     path = tmp_path / "state.db"
     before, _ = _filled(path)
-    (file,) = vector_files(path)
-    assert vector_file_status(file).rows == len(TEXTS)
+    assert vector_file_status(_spoken_file(path)).rows == len(TEXTS)
     with _archive(path) as archive:
         assert _hits(archive) == before
 
@@ -50,7 +54,7 @@ def test_a_new_process_searches_the_vector_file_and_finds_the_same(tmp_path):
 def test_deleting_a_session_erases_its_vectors_from_the_file(tmp_path):
     path = tmp_path / "state.db"
     _, session = _filled(path)
-    (file,) = vector_files(path)
+    file = _spoken_file(path)
     hound = ConceptEmbedder().embed([TEXTS[0]])[0].tobytes()
     assert hound in file.read_bytes()
     with _archive(path) as archive:
@@ -63,7 +67,7 @@ def test_deleting_a_session_erases_its_vectors_from_the_file(tmp_path):
 def test_a_damaged_vector_file_is_rebuilt_with_the_same_answers(tmp_path):
     path = tmp_path / "state.db"
     before, _ = _filled(path)
-    (file,) = vector_files(path)
+    file = _spoken_file(path)
     rows = np.memmap(file, dtype=row_dtype(8), mode="r+", offset=HEADER_BYTES)
     rows["vector"] = np.float32(0.5)
     rows.flush()
@@ -80,7 +84,8 @@ def test_each_scope_searches_a_vector_file_of_its_own(tmp_path):
             archive.append_many(archive.start_session(), [{"role": "user", "content": t} for t in texts])
             archive.embed_pending()
             archive.search_messages("canine")
-    assert sorted(vector_file_status(file).rows for file in vector_files(path)) == [2, 4]
+    spoken = [vector_file_status(file) for file in vector_files(path) if vector_file_status(file).key.endswith("spoken")]
+    assert sorted((status.key.split("\x1f")[1], status.rows) for status in spoken if status.rows) == [("alice", 2), ("bob", 4)]
 
 
 def test_another_scopes_nearer_messages_do_not_crowd_a_readers_own_out(tmp_path):
@@ -103,4 +108,15 @@ def test_the_file_of_every_scopes_vectors_an_earlier_version_kept_is_removed(tmp
     unscoped.write_bytes(b"vectors of every scope")
     with _archive(path) as archive:
         assert not unscoped.exists()
+        assert _hits(archive)[0] != []
+
+
+def test_the_file_of_a_scopes_vectors_of_every_role_an_earlier_version_kept_is_removed(tmp_path):
+    path = tmp_path / "state.db"
+    _filled(path)
+    embedder = ConceptEmbedder()
+    every_role = directory_for(path) / file_name("\x1f".join(("archive", *Scope().as_params(), embedder.name, str(embedder.dim))))
+    every_role.write_bytes(b"vectors of every role")
+    with _archive(path) as archive:
+        assert not every_role.exists()
         assert _hits(archive)[0] != []

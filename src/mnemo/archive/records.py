@@ -16,6 +16,8 @@ from ..scope import Scope
 # Keys with a column of their own; anything else a message carries is kept verbatim in ``extra``.
 _KNOWN_KEYS = frozenset({"role", "content", "tool_calls", "tool_call_id", "timestamp"})
 ROLES = ("system", "user", "assistant", "tool")
+# What was said, as opposed to instructions and tool traffic: what recall returns and neighbours count.
+SPOKEN_ROLES = ("user", "assistant")
 # Other names chat APIs use for the same roles: OpenAI's "developer" instructions and legacy "function"
 # results. They are stored as the role they stand for (so filters by role find them), and the name a
 # message came with is kept, so it reads back exactly as appended.

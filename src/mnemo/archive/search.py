@@ -44,13 +44,14 @@ from ..retrieval.fusion import FTS, VECTOR
 from ..retrieval.names import names_mentioned
 from ..retrieval.passages import WORD, stem
 from ..scope import Scope
-from .records import HIDDEN_SOURCES
+from .records import HIDDEN_SOURCES, SPOKEN_ROLES
 
 
 class VectorChannel(Protocol):
-    """An engine's message vectors: the ``k`` messages nearest to ``query`` as ``(id, cosine)``, best first."""
+    """An engine's message vectors: the ``k`` messages nearest to ``query`` as ``(id, cosine)``, best first,
+    among those with one of ``roles`` (any role when empty)."""
 
-    def search(self, conn: Any, query: str, k: int) -> list[tuple[int, float]]: ...
+    def search(self, conn: Any, query: str, k: int, roles: Collection[str] = ()) -> list[tuple[int, float]]: ...
 
 
 HIGHLIGHT = ("**", "**")
@@ -74,7 +75,7 @@ _CANDIDATES = 100
 LENDERS = 10  # 5 and 20 reached the same within two questions
 # A spoken message, as neighbours are counted: what a user or the assistant said, not tool traffic (a turn
 # that called tools sits between its question and its reply) nor an empty message.
-_SPOKEN = "t.role IN ('user', 'assistant') AND t.content <> ''"
+_SPOKEN = f"t.role IN ({', '.join(repr(role) for role in SPOKEN_ROLES)}) AND t.content <> ''"
 
 
 def nearest_spoken(session: str, message: str, side: str, count: int) -> str:
@@ -86,6 +87,7 @@ def nearest_spoken(session: str, message: str, side: str, count: int) -> str:
         f"SELECT t.id FROM messages t WHERE t.session_id = {session} AND t.id {compare} {message} AND {_SPOKEN}"
         f" ORDER BY t.id {direction} LIMIT {int(count)}"
     )
+
 
 # Okapi BM25 constants for scoring a whole session as one document (FTS5's own are the same).
 SESSION_K1 = 1.2
@@ -368,7 +370,9 @@ class BaseSearcher(ABC):
         if self._vectors is None or sort != "relevance":
             return []
         # Scores follow the Match convention (lower is better): the negated cosine.
-        hits = [(mid, -cosine) for mid, cosine in self._vectors.search(self._conn, query, limit)
+        # The roles are searched for, not filtered afterwards: a tool-using agent's tool output, near what the
+        # user said in words and meaning, would otherwise take the places of the messages recall asks for.
+        hits = [(mid, -cosine) for mid, cosine in self._vectors.search(self._conn, query, limit, filters.roles)
                 if cosine > FUSION.vector_floor]  # fmt: skip
         return self._filtered(hits, fts_query, limit, filters, "relevance") if hits else []
 

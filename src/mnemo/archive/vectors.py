@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +31,7 @@ from ..embeddings.queries import query_vectors_of
 from ..embeddings.synced import SyncedVectors, owners_of, table_top
 from ..embeddings.vector_file import file_name
 from ..scope import Scope
+from .records import SPOKEN_ROLES
 from .search import SESSION_SCOPE_CLAUSE
 
 if TYPE_CHECKING:
@@ -44,27 +45,33 @@ _PENDING = (
     "FROM messages m LEFT JOIN message_vectors v ON v.message_id = m.id"
     " WHERE m.id > ? AND m.content != '' AND (v.message_id IS NULL OR v.model != ? OR v.dim != ?)"
 )
+_SPOKEN_MARKS = ",".join("?" * len(SPOKEN_ROLES))
 
 
 @dataclass(frozen=True, slots=True)
 class MessageVectorSource:
-    """The ``message_vectors`` rows of one scope and model (a :class:`~mnemo.embeddings.synced.VectorSource`)."""
+    """The ``message_vectors`` rows of one scope and model (a :class:`~mnemo.embeddings.synced.VectorSource`):
+    those of spoken messages (:data:`~mnemo.archive.records.SPOKEN_ROLES`) or, with ``spoken`` false, the rest
+    (tool output, instructions)."""
 
     scope: Scope
     model: str
     dim: int
+    spoken: bool = True
 
     @property
     def key(self) -> str:
-        return "\x1f".join(("archive", *self.scope.as_params(), self.model, str(self.dim)))
+        part = "spoken" if self.spoken else "unspoken"
+        return "\x1f".join(("archive", *self.scope.as_params(), self.model, str(self.dim), part))
 
     def rows_after(self, conn: sqlite3.Connection, seq: int) -> list[tuple[int, Hashable, bytes]]:
         return conn.execute(
             # CROSS JOIN fixes the loop order: walk the new vectors by seq, then check each one's scope.
             "SELECT v.seq, v.message_id, v.vector FROM message_vectors v CROSS JOIN messages m ON m.id = v.message_id"
             f" CROSS JOIN sessions s ON s.id = m.session_id WHERE v.seq > ? AND v.model = ? AND v.dim = ?"
-            f" AND {SESSION_SCOPE_CLAUSE} ORDER BY v.seq",
-            (seq, self.model, self.dim, *self.scope.as_params()),
+            f" AND {SESSION_SCOPE_CLAUSE} AND m.role {'' if self.spoken else 'NOT '}IN ({_SPOKEN_MARKS})"
+            " ORDER BY v.seq",
+            (seq, self.model, self.dim, *self.scope.as_params(), *SPOKEN_ROLES),
         ).fetchall()
 
     def top(self, conn: sqlite3.Connection) -> int:
@@ -93,14 +100,15 @@ class MessageVectors:
         self.directory = directory
         self.scope = scope if scope is not None else Scope()
         if directory is not None:
-            # The file of every scope's vectors kept before files were per scope: nothing reads it any more,
-            # and it is as large as all of them together.
-            unscoped = "\x1f".join(("archive", embedder.name, str(embedder.dim)))
-            (directory / file_name(unscoped)).unlink(missing_ok=True)
+            # Files nothing reads any more: every scope's vectors in one (before files were per scope), and a
+            # scope's of every role in one (before tool output had a file of its own).
+            model = (embedder.name, str(embedder.dim))
+            for retired in (("archive", *model), ("archive", *self.scope.as_params(), *model)):
+                (directory / file_name("\x1f".join(retired))).unlink(missing_ok=True)
         # Off where something else embeds new messages (an agent's archive does after each turn): a search
         # then never waits on a backlog.
         self.embed_at_search = embed_at_search
-        self._synced = self._partition(embedder.name, embedder.dim)
+        self._partitions = self._partitioned(embedder.name, embedder.dim)
         self._embedded_upto = 0  # every message with an id at or below this has a vector of this model
         self._lock = threading.Lock()
 
@@ -109,9 +117,17 @@ class MessageVectors:
         with self._lock:
             return conn.execute(f"SELECT COUNT(*) {_PENDING}", (0, self.embedder.name, self.embedder.dim)).fetchone()[0]
 
-    def _partition(self, model: str, dim: int) -> SyncedVectors:
-        source = MessageVectorSource(self.scope, model, dim)
-        return SyncedVectors(source, None if self.directory is None else self.directory / file_name(source.key))
+    def _partitioned(self, model: str, dim: int) -> tuple[SyncedVectors, SyncedVectors]:
+        """The spoken messages' vectors and the rest's, apart: a tool-using agent's tool output often outnumbers
+        what was said, and searched together it would take the nearest places recall asks for."""
+        sources = (
+            MessageVectorSource(self.scope, model, dim, spoken=True),
+            MessageVectorSource(self.scope, model, dim, spoken=False),
+        )
+        return tuple(
+            SyncedVectors(source, None if self.directory is None else self.directory / file_name(source.key))
+            for source in sources
+        )  # type: ignore[return-value]
 
     def embed_pending(
         self, connection: Callable[[], AbstractContextManager[sqlite3.Connection]], limit: int | None = None
@@ -160,16 +176,30 @@ class MessageVectors:
         # Another model's vectors are gone from the database: erase them from its file too.
         self._erase(conn, replaced)
 
-    def search(self, conn: sqlite3.Connection, query: str, k: int) -> list[tuple[int, float]]:
-        """The ``k`` messages of the scope most similar to ``query`` as ``(message_id, cosine)``, best first
-        (not filtered otherwise: deleted or filtered-out messages are dropped by the caller)."""
+    def search(
+        self, conn: sqlite3.Connection, query: str, k: int, roles: Collection[str] = ()
+    ) -> list[tuple[int, float]]:
+        """The ``k`` messages of the scope most similar to ``query`` as ``(message_id, cosine)``, best first,
+        among those with one of ``roles`` when given (not filtered otherwise: deleted or filtered-out messages
+        are dropped by the caller). Spoken and other roles are searched apart, so asking for one kind is never
+        crowded out by the other; within a kind (``("user",)`` alone), the caller filters."""
         if not query.strip() or k <= 0:
             return []
         if self.embed_at_search:
             self.embed_pending(lambda: nullcontext(conn), EMBED_PER_SEARCH)
-        self._synced.refresh(conn)
-        probe = query_vectors_of(self.embedder).start(self.embedder, query).result()
-        return [(int(i), s) for i, s in self._synced.search(conn, probe, k)]  # type: ignore[call-overload]
+        asked = set(roles)
+        spoken, unspoken = self._partitions
+        searched = [
+            part for part, wanted in ((spoken, asked & set(SPOKEN_ROLES)), (unspoken, asked - set(SPOKEN_ROLES)))
+            if wanted or not asked
+        ]  # fmt: skip
+        probe = query_vectors_of(self.embedder).start(self.embedder, query)
+        for part in searched:
+            part.refresh(conn)
+        hits: list[tuple[int, float]] = []
+        for part in searched:
+            hits += [(int(i), s) for i, s in part.search(conn, probe.result(), k)]  # type: ignore[call-overload]
+        return hits if len(searched) == 1 else sorted(hits, key=lambda hit: -hit[1])[:k]
 
     def forget(self, conn: sqlite3.Connection, message_ids: list[int], vectors: Iterable[tuple[int, str, int]]) -> None:
         """Erase the vectors (``(seq, model, dim)``) of deleted messages, after the delete committed; their
@@ -185,4 +215,6 @@ class MessageVectors:
             by_model.setdefault((model, dim), []).append(seq)
         for (model, dim), seqs in by_model.items():
             same = (model, dim) == (self.embedder.name, self.embedder.dim)
-            (self._synced if same else self._partition(model, dim)).erase(conn, seqs)
+            # A vector's seq does not say which partition holds it; erasing rows a file lacks leaves it as it is.
+            for part in self._partitions if same else self._partitioned(model, dim):
+                part.erase(conn, seqs)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import threading
+from collections.abc import Collection
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -173,9 +174,10 @@ class PostgresMessageVectors:
         self._database.write(lambda executor: build_hnsw(executor, self._index))
         self._indexed = True
 
-    def search(self, conn: Executor, query: str, k: int) -> list[tuple[int, float]]:
-        """The ``k`` messages of this scope most similar to ``query`` as ``(message_id, cosine)``, best first
-        (the caller still drops those its other filters leave out)."""
+    def search(self, conn: Executor, query: str, k: int, roles: Collection[str] = ()) -> list[tuple[int, float]]:
+        """The ``k`` messages of this scope most similar to ``query`` as ``(message_id, cosine)``, best first,
+        among those with one of ``roles`` when given (the caller still drops those its other filters leave
+        out)."""
         if not query.strip() or k <= 0:
             return []
         probe = vector_text(query_vectors_of(self.embedder).start(self.embedder, query).result().reshape(-1))
@@ -189,12 +191,15 @@ class PostgresMessageVectors:
             # vectors exactly (500 of 100,000: 1.3 ms), where the messages' columns alone offer only a scan of
             # every message (16 ms). For a large share it walks the HNSW index, going on past other scopes'
             # vectors until it has k of this one (hnsw.iterative_scan, set on every connection).
+            # The roles are part of the walk for the same reason: tool output filtered out afterwards would take
+            # the places of the spoken messages recall asks for.
+            among = f" AND m.role IN ({','.join('?' * len(roles))})" if roles else ""
             rows = conn.execute(
                 f"SELECT message_id, 1 - ({index.full} <=> CAST(? AS vector)) FROM message_vectors WHERE {index.rows}"
                 " AND EXISTS (SELECT 1 FROM messages m JOIN sessions s ON s.id = m.session_id"
-                f" WHERE m.id = message_vectors.message_id AND {SESSION_SCOPE_CLAUSE})"
+                f" WHERE m.id = message_vectors.message_id AND {SESSION_SCOPE_CLAUSE}{among})"
                 f" ORDER BY {index.order} <=> CAST(? AS halfvec) LIMIT ?",
-                (probe, *self.scope.as_params(), probe, k),
+                (probe, *self.scope.as_params(), *roles, probe, k),
             ).fetchall()
         finally:
             if wider:  # the connection goes back to the pool: its next search walks as configured
