@@ -90,22 +90,32 @@ def exchanges(turns: Sequence[tuple[bool, str, str]]) -> Iterator[tuple[Message,
         yield joined(runs[index][1]), joined(reply)
 
 
-TOOL_TURN = (
-    {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "call-1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}},
-    ]},
-    {"role": "tool", "tool_call_id": "call-1", "content": '{"status": "ok"}'},
-)  # fmt: skip
-"""What ``feed(..., tool_calls=True)`` puts between each user message and its reply: one tool call and its result,
-archived as a tool-using agent's turn is (``turn_complete(..., messages=...)``)."""
+TOOL_RESULTS = ("status", "echo")
+"""What the tool between a user message and its reply returns, for ``feed(..., tool_calls=...)``: ``status`` a
+constant ``{"status": "ok"}``; ``echo`` the user's words, as a notes or web search called with the message as
+its query does (tool output near what was said, the case that crowds it)."""
+
+
+def tool_turn(result: str, said: str) -> list[dict]:
+    """One tool call and its result, archived as a tool-using agent's turn is (``turn_complete(...,
+    messages=...)``), for the user message ``said``; ``result`` is one of :data:`TOOL_RESULTS`."""
+    if result == "echo":
+        name, arguments, output = "search_notes", {"query": said[:200]}, {"results": [{"note": said}]}
+    else:
+        name, arguments, output = "lookup", {}, {"status": "ok"}
+    call = {"id": "call-1", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+    return [
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call-1", "content": json.dumps(output)},
+    ]
 
 
 def feed(
-    home: Path, user: str, sessions: Iterable[tuple[str, list[tuple[Message, Message]]]], *, tool_calls: bool = False
+    home: Path, user: str, sessions: Iterable[tuple[str, list[tuple[Message, Message]]]], *, tool_calls: str | None = None
 ) -> tuple[Conversation, list[float]]:
     """Feed ``sessions`` (key, exchanges) through the loop, one ``AgentMemory`` session each; the run's record
-    and the ``prepare_messages`` times (ms). With ``tool_calls``, every exchange is handed over whole with
-    :data:`TOOL_TURN` between the user's message and the reply."""
+    and the ``prepare_messages`` times (ms). With ``tool_calls`` (one of :data:`TOOL_RESULTS`), every exchange is
+    handed over whole with a :func:`tool_turn` between the user's message and the reply."""
     record = Conversation(user)
     turn_ms: list[float] = []
     fed: list[tuple[str, Message, Message]] = []
@@ -118,7 +128,7 @@ def feed(
                 memory.prepare_messages(mine.text, history)
                 turn_ms.append((time.perf_counter() - started) * 1000)
                 said = [{"role": "user", "content": mine.text}, {"role": "assistant", "content": reply.text}]
-                turn = [said[0], *TOOL_TURN, said[1]] if tool_calls else None
+                turn = [said[0], *tool_turn(tool_calls, mine.text), said[1]] if tool_calls else None
                 memory.turn_complete(mine.text, reply.text, messages=turn)
                 history += turn or said
                 fed.append((session_id, mine, reply))

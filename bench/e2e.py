@@ -10,7 +10,8 @@ opening with B has an empty user message). Every LoCoMo session is one ``AgentMe
 ``prepare_messages(user, history)`` then ``turn_complete(user, reply)`` per exchange, ``close()`` at its end,
 nothing else (no messages handed to ``end_session``, no ``remember``); with ``--tool-calls`` each exchange is
 handed to ``turn_complete`` whole (``messages=``), with one tool call and its result before the reply, as a
-tool-using agent's turn is archived. Then every scored question (categories
+tool-using agent's turn is archived (``--tool-calls echo``: the result echoes the user's words, as a search
+called with the message does). Then every scored question (categories
 1-4 with evidence) is asked in a new session of the same user, and three doors are checked for the evidence
 turns:
 
@@ -59,7 +60,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _reach import Message, Tally, ask_all, deep_options, deep_settings, exchanges, feed  # noqa: E402
+from _reach import TOOL_RESULTS, Door, Message, Tally, ask_all, deep_options, deep_settings, exchanges, feed  # noqa: E402
 from archive import Synth, _percentile, _scored_questions, _sessions, _table  # noqa: E402
 from mnemo import AgentMemory  # noqa: E402
 from mnemo.embeddings import MiniLMEmbedder  # noqa: E402
@@ -86,16 +87,21 @@ def _conversation(sample: dict) -> tuple[str, list[tuple[str, list[tuple[Message
     return user, sessions
 
 
+# LoCoMo's question categories, by the numbers its data gives them.
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+
+
 def bench_quality(
     path: Path,
     workdir: Path,
     conversations: int | None,
     deep: dict | None = None,
     homes: str = "shared",
-    tool_calls: bool = False,
+    tool_calls: str | None = None,
 ) -> dict:
     samples = json.loads(path.read_text(encoding="utf-8"))[:conversations]
     tally = Tally()
+    by_category: dict[str, Door] = {}
     turn_ms: list[float] = []
     started = time.perf_counter()
     fed = []
@@ -108,15 +114,21 @@ def bench_quality(
     # Asked once every user is in: in a shared home each user's ranking meets the others' words in the
     # full-text statistics, as in a gateway that has been running a while.
     for home, record, sample in fed:
-        questions = [(question, evidence) for _category, evidence, question, _qa in _scored_questions(sample)]
-        for evidence, shown in ask_all(home, record, questions, deep=deep):
+        questions = [(question, (category, evidence)) for category, evidence, question, _qa in _scored_questions(sample)]
+        for (category, evidence), shown in ask_all(home, record, questions, deep=deep):
             tally.add(set(evidence), shown)
+            if not shown.deep:
+                by_category.setdefault(CATEGORIES[category], Door()).add(set(evidence), shown.doors["per-turn context"])
     doors, ask_ms, chars = tally.doors, tally.ms, tally.chars
     rows = [[name, f"{statistics.fmean(d.any):.3f}", f"{statistics.fmean(d.all):.3f}"] for name, d in doors.items()]
     print(
         f"\n{len(doors['recall()'].any)} questions, {len(samples)} conversations, {time.perf_counter() - started:.0f} s"
     )
     _table(rows, ["door", "evidence reached (any)", "evidence reached (all)"])
+    _table(
+        [[name, str(len(d.any)), f"{statistics.fmean(d.any):.3f}", f"{statistics.fmean(d.all):.3f}"] for name, d in by_category.items()],
+        ["category (per-turn context)", "questions", "any", "all"],
+    )  # fmt: skip
     _table(tally.first_rows(), ["door", "first result holds evidence"])
     speed = [
         ["prepare_messages while feeding", f"{_percentile(turn_ms, 50):.1f}", f"{_percentile(turn_ms, 95):.1f}"],
@@ -132,6 +144,7 @@ def bench_quality(
         for name, d in doors.items()
         for kind in ("any", "all")
     }
+    result |= {f"per_turn_{name.replace('-', '_')}_all": round(statistics.fmean(d.all), 3) for name, d in by_category.items()}
     result |= {
         "questions": len(ask_ms),
         "feed_ms_p50": round(_percentile(turn_ms, 50), 2), "feed_ms_p95": round(_percentile(turn_ms, 95), 2),
@@ -262,8 +275,9 @@ def main() -> int:
         help="every user in one home (a gateway, the default) or each in a home of its own (a personal agent)",
     )
     parser.add_argument(
-        "--tool-calls", action="store_true",
-        help="hand every exchange over whole, with a tool call and its result before the reply (a tool-using agent)",
+        "--tool-calls", nargs="?", const="status", choices=TOOL_RESULTS,
+        help="hand every exchange over whole, with a tool call and its result before the reply (a tool-using agent);"
+        " the result is a constant status (the default) or echoes the user's words",
     )
     deep_options(parser)
     parser.add_argument(
