@@ -11,7 +11,8 @@ the vectors of the model are searched from a memory-mapped vector file beside th
 
 Each scope (see :mod:`mnemo.scope`) has files of its own, as the graph's do: searched together, the
 nearest messages of a home shared by many users are mostly other users', and a reader's own were left
-out of the channel once they were filtered away.
+out of the channel once they were filtered away. For the same reason a scope's spoken messages (what recall
+asks for) and the rest (tool output, instructions) are kept in two files, searched by the roles asked for.
 """
 
 from __future__ import annotations
